@@ -1,0 +1,5 @@
+# The dependencies posenc::posenc carries to its consumers; posencConfig.cmake finds the same set.
+find_package(xtl REQUIRED)
+find_package(xtensor REQUIRED)
+find_package(BLAS REQUIRED)
+find_package(xtensor-blas REQUIRED)

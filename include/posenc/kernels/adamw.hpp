@@ -1,0 +1,41 @@
+// adamw_update: one AdamW step over flat buffers, exactly as torch.optim.AdamW computes it.
+#pragma once
+
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+namespace posenc {
+
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;  // PyTorch's AdamW default, applied to every parameter
+};
+
+// params, grads, m (first moment), v (second moment): n each; step is the 1-based step count
+template <std::floating_point S>
+void adamw_update(S* params, const S* grads, S* m, S* v, std::size_t n, std::int64_t step,
+                  const AdamWConfig& cfg) {
+  const double bias_correction1 = 1.0 - std::pow(cfg.beta1, static_cast<double>(step));
+  const double bias_correction2 = 1.0 - std::pow(cfg.beta2, static_cast<double>(step));
+  const S decay = static_cast<S>(1.0 - cfg.lr * cfg.weight_decay);  // decoupled: p ← p − lr·wd·p
+  const S b1 = static_cast<S>(cfg.beta1);
+  const S b2 = static_cast<S>(cfg.beta2);
+  const S step_size = static_cast<S>(cfg.lr / bias_correction1);
+  const S bc2_sqrt = static_cast<S>(std::sqrt(bias_correction2));
+  const S eps = static_cast<S>(cfg.eps);
+  for (std::size_t i = 0; i < n; ++i) {
+    const S g = grads[i];
+    params[i] *= decay;
+    m[i] = b1 * m[i] + (S(1) - b1) * g;
+    v[i] = b2 * v[i] + (S(1) - b2) * g * g;
+    const S denom = std::sqrt(v[i]) / bc2_sqrt + eps;  // eps outside the square root
+    params[i] -= step_size * m[i] / denom;
+  }
+}
+
+}  // namespace posenc

@@ -1,0 +1,142 @@
+// attention_forward / attention_backward: causal multi-head self-attention with a positional encoding's hooks.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+
+#include "posenc/kernels/gemm.hpp"
+
+namespace posenc {
+
+// The hooks a positional encoding may place inside attention. The kernel calls only what the flags
+// enable; a policy that needs none of them passes this type.
+//   rotates_qk:          void rotate(S* vec, std::size_t position) const     q or k of one head, in place
+//                        void unrotate(S* grad, std::size_t position) const  the transpose of rotate
+//   biases_scores:       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const
+//                        adds bias(head, query, key) to row[key] for key = 0..keys−1
+//                        (keys = query + 1 under the causal mask, T without it)
+//   has_bias_parameters: void bias_backward(const S* drow, std::size_t head, std::size_t query,
+//                        std::size_t keys): adds the row's gradient into the bias parameters' gradients
+struct NoAttentionHooks {
+  static constexpr bool rotates_qk = false;
+  static constexpr bool biases_scores = false;
+  static constexpr bool has_bias_parameters = false;
+};
+
+// Scratch that attention_backward needs, in scalars: one (T,T) score gradient and, when the hooks
+// rotate, a (T,hd) gradient for each of q and k before they are rotated back.
+inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H) {
+  return T * T + 2 * T * (C / H);
+}
+
+// out (B,T,C), att (B,H,T,T) the softmax saved for backward (zero above the diagonal),
+// qkv (B,T,3C): per position q | k | v, each C = H·hd wide with head h at columns [h·hd, (h+1)·hd).
+// When the hooks rotate, q and k are rotated in place: qkv then holds what backward needs.
+// Scores: s[i,j] = q_i·k_j / sqrt(hd) + bias(h,i,j) for j ≤ i; with causal = false, for every j
+// (a bidirectional layer, which the tests use to show what a position signal breaks).
+template <std::floating_point S, class Hooks>
+void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std::size_t C,
+                       std::size_t H, const Hooks& hooks, bool causal = true) {
+  const std::size_t hd = C / H;
+  const std::size_t C3 = 3 * C;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  if constexpr (Hooks::rotates_qk) {
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t h = 0; h < H; ++h) {
+          S* q = qkv + (b * T + t) * C3 + h * hd;
+          hooks.rotate(q, t);
+          hooks.rotate(q + C, t);
+        }
+  }
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < H; ++h) {
+      const S* q = qkv + b * T * C3 + h * hd;
+      const S* k = q + C;
+      const S* v = q + 2 * C;
+      S* a = att + (b * H + h) * T * T;
+      gemm<S>(false, true, T, T, hd, scale, q, C3, k, C3, S(0), a, T);  // a = scale·q·kᵀ
+      for (std::size_t i = 0; i < T; ++i) {
+        S* row = a + i * T;
+        const std::size_t keys = causal ? i + 1 : T;
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, keys);
+        const S rmax = *std::max_element(row, row + keys);
+        S sum = 0;
+        for (std::size_t j = 0; j < keys; ++j) {
+          row[j] = std::exp(row[j] - rmax);
+          sum += row[j];
+        }
+        const S inv = S(1) / sum;
+        for (std::size_t j = 0; j < keys; ++j) row[j] *= inv;
+        std::fill(row + keys, row + T, S(0));  // masked keys get no weight
+      }
+      gemm<S>(false, false, T, hd, T, S(1), a, T, v, C3, S(0), out + b * T * C + h * hd, C);
+    }
+  }
+}
+
+// dqkv (B,T,3C) is added into (gradients of the unrotated q, k and v); dout (B,T,C);
+// qkv and att as attention_forward left them; scratch of attention_scratch_size(T, C, H) scalars.
+template <std::floating_point S, class Hooks>
+void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
+                        std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
+                        bool causal = true) {
+  const std::size_t hd = C / H;
+  const std::size_t C3 = 3 * C;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  S* dscores = scratch;               // (T,T)
+  S* dq_rotated = scratch + T * T;    // (T,hd), only when the hooks rotate
+  S* dk_rotated = dq_rotated + T * hd;
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < H; ++h) {
+      const S* q = qkv + b * T * C3 + h * hd;
+      const S* k = q + C;
+      const S* v = q + 2 * C;
+      S* dq = dqkv + b * T * C3 + h * hd;
+      S* dk = dq + C;
+      S* dv = dq + 2 * C;
+      const S* a = att + (b * H + h) * T * T;
+      const S* dy = dout + b * T * C + h * hd;
+      // out = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy
+      gemm<S>(false, true, T, T, hd, S(1), dy, C, v, C3, S(0), dscores, T);
+      gemm<S>(true, false, T, hd, T, S(1), a, T, dy, C, S(1), dv, C3);
+      // a = softmax(s) row by row  →  ds_ij = a_ij (da_ij − Σ_k a_ik da_ik), zero past the mask
+      for (std::size_t i = 0; i < T; ++i) {
+        const S* arow = a + i * T;
+        S* drow = dscores + i * T;
+        const std::size_t keys = causal ? i + 1 : T;
+        S dot = 0;
+        for (std::size_t j = 0; j < keys; ++j) dot += arow[j] * drow[j];
+        for (std::size_t j = 0; j < keys; ++j) drow[j] = arow[j] * (drow[j] - dot);
+        std::fill(drow + keys, drow + T, S(0));
+        // s += bias(h,i,j)  →  the bias parameters receive ds
+        if constexpr (Hooks::has_bias_parameters) hooks.bias_backward(drow, h, i, keys);
+      }
+      // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
+      if constexpr (Hooks::rotates_qk) {
+        gemm<S>(false, false, T, hd, T, scale, dscores, T, k, C3, S(0), dq_rotated, hd);
+        gemm<S>(true, false, T, hd, T, scale, dscores, T, q, C3, S(0), dk_rotated, hd);
+        // q, k were rotated in place in forward  →  rotate their gradients back before adding
+        for (std::size_t t = 0; t < T; ++t) {
+          S* gq = dq_rotated + t * hd;
+          S* gk = dk_rotated + t * hd;
+          hooks.unrotate(gq, t);
+          hooks.unrotate(gk, t);
+          S* outq = dq + t * C3;
+          S* outk = dk + t * C3;
+          for (std::size_t d = 0; d < hd; ++d) {
+            outq[d] += gq[d];
+            outk[d] += gk[d];
+          }
+        }
+      } else {
+        gemm<S>(false, false, T, hd, T, scale, dscores, T, k, C3, S(1), dq, C3);
+        gemm<S>(true, false, T, hd, T, scale, dscores, T, q, C3, S(1), dk, C3);
+      }
+    }
+  }
+}
+
+}  // namespace posenc

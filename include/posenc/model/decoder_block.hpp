@@ -1,0 +1,173 @@
+// DecoderBlock<PosEnc, Dim, Heads, S>: one pre-LayerNorm transformer block with the policy's attention hooks.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "posenc/encodings/concept.hpp"
+#include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/gelu.hpp"
+#include "posenc/kernels/layernorm.hpp"
+#include "posenc/kernels/linear.hpp"
+#include "posenc/model/parameters.hpp"
+
+namespace posenc {
+
+// What a block's forward saves for its backward, for N = B·T positions.
+template <std::floating_point S>
+struct BlockActivations {
+  std::vector<S> ln1, ln1_mean, ln1_rstd;  // (N,D), (N), (N)
+  std::vector<S> qkv;                      // (N,3D), q and k as the policy rotated them
+  std::vector<S> att;                      // (B,H,T,T) softmax
+  std::vector<S> atty;                     // (N,D) attention output before c_proj
+  std::vector<S> res1;                     // (N,D) input + attention branch
+  std::vector<S> ln2, ln2_mean, ln2_rstd;  // (N,D), (N), (N)
+  std::vector<S> fch, fch_gelu;            // (N,4D) before and after GELU
+
+  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H) {
+    const std::size_t N = B * T;
+    for (auto* v : {&ln1, &atty, &res1, &ln2}) v->resize(N * D);
+    for (auto* v : {&ln1_mean, &ln1_rstd, &ln2_mean, &ln2_rstd}) v->resize(N);
+    qkv.resize(N * 3 * D);
+    att.resize(B * H * T * T);
+    fch.resize(N * 4 * D);
+    fch_gelu.resize(N * 4 * D);
+  }
+};
+
+// Gradient buffers a block's backward works in; one set serves every layer.
+template <std::floating_point S>
+struct BlockScratch {
+  std::vector<S> dres1, dln2, datty, dln1;  // (N,D)
+  std::vector<S> dqkv;                      // (N,3D)
+  std::vector<S> dfch, dfch_gelu;           // (N,4D)
+  std::vector<S> attention;                 // attention_scratch_size(T, D, H)
+
+  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H) {
+    const std::size_t N = B * T;
+    for (auto* v : {&dres1, &dln2, &datty, &dln1}) v->resize(N * D);
+    dqkv.resize(N * 3 * D);
+    dfch.resize(N * 4 * D);
+    dfch_gelu.resize(N * 4 * D);
+    attention.resize(attention_scratch_size(T, D, H));
+  }
+};
+
+namespace detail {
+template <class S>
+void zero(std::vector<S>& v) {
+  std::fill(v.begin(), v.end(), S(0));
+}
+}  // namespace detail
+
+// LN → causal multi-head self-attention → residual → LN → MLP (D → 4D → D, GELU tanh) → residual.
+// Parameters are registered under nanoGPT's names, "transformer.h.{layer}.…".
+template <PositionalEncoding PosEnc, std::size_t Dim, std::size_t Heads, std::floating_point S = float>
+class DecoderBlock {
+  static_assert(Heads > 0 && Dim % Heads == 0,
+                "DecoderBlock: Dim must be divisible by Heads (each head gets Dim / Heads dimensions)");
+
+ public:
+  static constexpr std::size_t dim = Dim;
+  static constexpr std::size_t heads = Heads;
+  static constexpr std::size_t head_dim = Dim / Heads;
+  using Activations = BlockActivations<S>;
+  using Scratch = BlockScratch<S>;
+  using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
+
+  // causal = false makes a bidirectional block (used by the tests to show what the mask hides).
+  DecoderBlock(ParameterTable& table, std::size_t layer, std::size_t context, bool causal = true)
+      : w_(register_weights(table, prefix(layer))),
+        position_(table, prefix(layer) + "attn.", context),
+        causal_(causal) {}
+
+  // out (B,T,D), inp (B,T,D)
+  void forward(S* out, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
+               std::size_t T) {
+    const std::size_t N = B * T;
+    const auto& p = store.values;
+    layernorm_forward(act.ln1.data(), act.ln1_mean.data(), act.ln1_rstd.data(), inp, p[w_.ln_1_w],
+                      p[w_.ln_1_b], N, Dim);
+    linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim, 3 * Dim);
+    attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T, Dim, Heads,
+                      position_.bind(store, T), causal_);
+    linear_forward(act.res1.data(), act.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim,
+                   Dim);
+    for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i];
+    layernorm_forward(act.ln2.data(), act.ln2_mean.data(), act.ln2_rstd.data(), act.res1.data(),
+                      p[w_.ln_2_w], p[w_.ln_2_b], N, Dim);
+    linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim, 4 * Dim);
+    gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim);
+    linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], N, 4 * Dim, Dim);
+    for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i];
+  }
+
+  // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them
+  void backward(S* dinp, const S* dout, const S* inp, const Activations& act, Scratch& sc,
+                ParameterStore<S>& store, std::size_t B, std::size_t T) {
+    const std::size_t N = B * T;
+    const auto& p = store.values;
+    auto& g = store.grads;
+    for (auto* v : {&sc.dfch_gelu, &sc.dfch, &sc.dln2, &sc.datty, &sc.dqkv, &sc.dln1})
+      detail::zero(*v);
+    // out = res1 + mlp_proj(gelu(fc(ln2(res1))))
+    std::copy(dout, dout + N * Dim, sc.dres1.begin());
+    linear_backward(sc.dfch_gelu.data(), g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout,
+                    act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim);
+    gelu_backward(sc.dfch.data(), act.fch.data(), sc.dfch_gelu.data(), N * 4 * Dim);
+    linear_backward(sc.dln2.data(), g[w_.c_fc_w], g[w_.c_fc_b], sc.dfch.data(), act.ln2.data(),
+                    p[w_.c_fc_w], N, Dim, 4 * Dim);
+    layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], sc.dln2.data(),
+                       act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
+                       Dim);
+    // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
+    for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i];
+    linear_backward(sc.datty.data(), g[w_.attn_proj_w], g[w_.attn_proj_b], sc.dres1.data(),
+                    act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim);
+    auto hooks = position_.bind(store, T);
+    attention_backward(sc.dqkv.data(), sc.attention.data(), sc.datty.data(), act.qkv.data(),
+                       act.att.data(), B, T, Dim, Heads, hooks, causal_);
+    linear_backward(sc.dln1.data(), g[w_.c_attn_w], g[w_.c_attn_b], sc.dqkv.data(),
+                    act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim);
+    layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], sc.dln1.data(), inp, p[w_.ln_1_w],
+                       act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim);
+  }
+
+  PositionHooks& position_hooks() { return position_; }
+
+ private:
+  struct Weights {
+    Slot ln_1_w, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b;
+    Slot ln_2_w, ln_2_b, c_fc_w, c_fc_b, mlp_proj_w, mlp_proj_b;
+  };
+
+  static std::string prefix(std::size_t layer) {
+    return "transformer.h." + std::to_string(layer) + ".";
+  }
+
+  static Weights register_weights(ParameterTable& t, const std::string& h) {
+    Weights w;
+    w.ln_1_w = t.add(h + "ln_1.weight", {Dim}, Init::ones);
+    w.ln_1_b = t.add(h + "ln_1.bias", {Dim}, Init::zeros);
+    w.c_attn_w = t.add(h + "attn.c_attn.weight", {3 * Dim, Dim}, Init::normal);
+    w.c_attn_b = t.add(h + "attn.c_attn.bias", {3 * Dim}, Init::zeros);
+    w.attn_proj_w = t.add(h + "attn.c_proj.weight", {Dim, Dim}, Init::normal);
+    w.attn_proj_b = t.add(h + "attn.c_proj.bias", {Dim}, Init::zeros);
+    w.ln_2_w = t.add(h + "ln_2.weight", {Dim}, Init::ones);
+    w.ln_2_b = t.add(h + "ln_2.bias", {Dim}, Init::zeros);
+    w.c_fc_w = t.add(h + "mlp.c_fc.weight", {4 * Dim, Dim}, Init::normal);
+    w.c_fc_b = t.add(h + "mlp.c_fc.bias", {4 * Dim}, Init::zeros);
+    w.mlp_proj_w = t.add(h + "mlp.c_proj.weight", {Dim, 4 * Dim}, Init::normal);
+    w.mlp_proj_b = t.add(h + "mlp.c_proj.bias", {Dim}, Init::zeros);
+    return w;
+  }
+
+  Weights w_;
+  PositionHooks position_;
+  bool causal_;
+};
+
+}  // namespace posenc

@@ -1,0 +1,128 @@
+// ParameterTable, ParameterBuffer and ParameterStore: every tensor of a model in one flat buffer, named from one table.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/random.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+// How a parameter starts: the model's rule is weights and embeddings N(0, 0.02), biases 0,
+// layer-norm gains 1.
+enum class Init { normal, zeros, ones };
+inline constexpr double init_std = 0.02;
+
+// Where one named tensor lives inside a flat buffer.
+struct Slot {
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
+
+struct ParameterInfo {
+  std::string name;                // nanoGPT's name, e.g. "transformer.h.0.attn.c_attn.weight"
+  std::vector<std::size_t> shape;  // linear weights are (out, in), as PyTorch stores them
+  Init init = Init::zeros;
+  Slot slot;
+};
+
+// The one table from which every flat buffer's named views are generated. Entries are laid out
+// in the order they are added.
+class ParameterTable {
+ public:
+  Slot add(std::string name, std::vector<std::size_t> shape, Init init) {
+    if (contains(name)) fail("ParameterTable: the tensor name '", name, "' is already taken");
+    std::size_t size = 1;
+    for (std::size_t extent : shape) size *= extent;
+    const Slot slot{total_, size};
+    entries_.push_back(ParameterInfo{std::move(name), std::move(shape), init, slot});
+    total_ += size;
+    return slot;
+  }
+
+  std::size_t total_size() const { return total_; }
+  const std::vector<ParameterInfo>& entries() const { return entries_; }
+
+  bool contains(std::string_view name) const {
+    return std::any_of(entries_.begin(), entries_.end(),
+                       [&](const ParameterInfo& e) { return e.name == name; });
+  }
+
+  const ParameterInfo& find(std::string_view name) const {
+    for (const ParameterInfo& e : entries_)
+      if (e.name == name) return e;
+    fail("ParameterTable: no tensor named '", name, "' (the model has ", entries_.size(),
+         " tensors, e.g. '", entries_.empty() ? std::string() : entries_.front().name, "')");
+  }
+
+ private:
+  std::vector<ParameterInfo> entries_;
+  std::size_t total_ = 0;
+};
+
+// One contiguous buffer laid out by a ParameterTable: the values, the gradients, or an optimizer
+// moment. The table is shared, so buffers built from it agree on every offset.
+template <std::floating_point S>
+class ParameterBuffer {
+ public:
+  explicit ParameterBuffer(std::shared_ptr<const ParameterTable> table)
+      : table_(std::move(table)), data_(std::vector<S>(table_->total_size(), S(0))) {}
+
+  std::size_t size() const { return data_.size(); }
+  S* data() { return data_.data(); }
+  const S* data() const { return data_.data(); }
+  S* operator[](Slot slot) { return data_.data() + slot.offset; }
+  const S* operator[](Slot slot) const { return data_.data() + slot.offset; }
+
+  // The named tensor as an xtensor view with its own shape, e.g. view("lm_head.weight") is (V,D).
+  TensorView<S> view(std::string_view name) {
+    const ParameterInfo& e = table_->find(name);
+    return view_of(data() + e.slot.offset, e.shape);
+  }
+  TensorView<const S> view(std::string_view name) const {
+    const ParameterInfo& e = table_->find(name);
+    return view_of(data() + e.slot.offset, e.shape);
+  }
+
+  void fill(S value) { std::fill(data_.begin(), data_.end(), value); }
+  const ParameterTable& table() const { return *table_; }
+  const std::shared_ptr<const ParameterTable>& shared_table() const { return table_; }
+
+ private:
+  std::shared_ptr<const ParameterTable> table_;
+  std::vector<S> data_;
+};
+
+// A model's parameter values and their gradients, both laid out by the same table.
+template <std::floating_point S>
+struct ParameterStore {
+  explicit ParameterStore(std::shared_ptr<const ParameterTable> table)
+      : values(table), grads(table) {}
+
+  // Draws every value by its entry's Init rule, in table order, from one seeded generator.
+  void initialize(std::uint64_t seed) {
+    Rng rng(seed);
+    for (const ParameterInfo& e : values.table().entries()) {
+      S* p = values[e.slot];
+      for (std::size_t i = 0; i < e.slot.size; ++i) {
+        switch (e.init) {
+          case Init::normal: p[i] = static_cast<S>(rng.normal(0.0, init_std)); break;
+          case Init::zeros: p[i] = S(0); break;
+          case Init::ones: p[i] = S(1); break;
+        }
+      }
+    }
+  }
+
+  ParameterBuffer<S> values;
+  ParameterBuffer<S> grads;
+};
+
+}  // namespace posenc

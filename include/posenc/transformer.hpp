@@ -1,0 +1,32 @@
+// The umbrella header: #include <posenc/transformer.hpp> brings in all of posenc.
+#pragma once
+
+#include "posenc/config.hpp"
+#include "posenc/random.hpp"
+#include "posenc/tensor.hpp"
+
+#include "posenc/kernels/adamw.hpp"
+#include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/cross_entropy.hpp"
+#include "posenc/kernels/embedding.hpp"
+#include "posenc/kernels/gelu.hpp"
+#include "posenc/kernels/gemm.hpp"
+#include "posenc/kernels/layernorm.hpp"
+#include "posenc/kernels/linear.hpp"
+
+#include "posenc/encodings/alibi.hpp"
+#include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/learned.hpp"
+#include "posenc/encodings/nope.hpp"
+#include "posenc/encodings/rope.hpp"
+#include "posenc/encodings/sinusoidal.hpp"
+
+#include "posenc/model/aliases.hpp"
+#include "posenc/model/char_transformer.hpp"
+#include "posenc/model/decoder_block.hpp"
+#include "posenc/model/parameters.hpp"
+
+#include "posenc/data/dataset.hpp"
+#include "posenc/data/tokenizer.hpp"
+
+#include "posenc/train/adamw.hpp"

@@ -1,0 +1,92 @@
+// Tests of data/: the byte tokenizer, the 90/10 split and the seeded window sampler.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <posenc/transformer.hpp>
+
+using namespace posenc;
+
+TEST_CASE("the vocabulary is the sorted set of the corpus's distinct bytes") {
+  const CharTokenizer tok = CharTokenizer::from_corpus("hello, world\n");
+  CHECK(tok.symbols() == std::string("\n ,dehlorw"));
+  CHECK(tok.vocab_size() == 10);
+  const std::vector<TokenId> ids = tok.encode("world");
+  CHECK(ids == std::vector<TokenId>{9, 7, 8, 6, 3});
+  CHECK(tok.decode(ids) == "world");
+  CHECK_THROWS_WITH(tok.encode("wax"), Catch::Contains("byte 97 ('a') at offset 1 is not in the vocabulary"));
+  CHECK_THROWS_WITH(tok.decode(std::vector<TokenId>{3, 10}), Catch::Contains("token id 10"));
+  CHECK_THROWS_WITH(CharTokenizer("abca"), Catch::Contains("lists byte 97 twice"));
+}
+
+TEST_CASE("the first 90% of the corpus trains and the rest validates") {
+  std::string corpus;
+  for (int i = 0; i < 100; ++i) corpus += static_cast<char>('a' + i % 7);
+  const CharDataset data(corpus);
+  CHECK(data.vocab_size() == 7);
+  CHECK(data.train().size() == 90);
+  CHECK(data.val().size() == 10);
+  CHECK(data.tokenizer().decode(data.val()) == corpus.substr(90));
+  CHECK_THROWS_WITH(CharDataset(""), Catch::Contains("the corpus is empty"));
+}
+
+TEST_CASE("the sampler draws windows of T+1 tokens, seeded") {
+  std::string corpus;
+  for (int i = 0; i < 500; ++i) corpus += static_cast<char>('A' + i % 50);
+  const CharDataset data(corpus);
+  BatchSampler sampler(data.train(), 64, 10, 42);
+  Tokens x, y;
+  sampler.sample(x, y);
+  REQUIRE(x.shape()[0] == 64);
+  REQUIRE(x.shape()[1] == 10);
+  std::set<TokenId> starts;
+  for (std::size_t b = 0; b < 64; ++b) {
+    starts.insert(x(b, 0));
+    for (std::size_t t = 0; t < 10; ++t) {
+      REQUIRE(y(b, t) == (x(b, t) + 1) % 50);  // targets are the inputs shifted by one
+      if (t > 0) REQUIRE(x(b, t) == (x(b, t - 1) + 1) % 50);
+    }
+  }
+  CHECK(starts.size() > 30);  // 64 draws over 50 distinct start symbols
+
+  BatchSampler same(data.train(), 64, 10, 42), other(data.train(), 64, 10, 43);
+  Tokens x2, y2, x3, y3;
+  same.sample(x2, y2);
+  other.sample(x3, y3);
+  const auto ids = [](const Tokens& t) { return std::vector<TokenId>(t.begin(), t.end()); };
+  CHECK(ids(x2) == ids(x));
+  CHECK(ids(x3) != ids(x));
+
+  CHECK_THROWS_WITH(BatchSampler(data.val(), 4, 50, 1, "validation split"),
+                    Catch::Contains("validation split has 50 tokens, shorter than one window"));
+  CHECK_THROWS_WITH(BatchSampler(data.val(), 0, 5, 1), Catch::Contains("batch size must be positive"));
+}
+
+TEST_CASE("read_text_file names the file it cannot use") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string missing = (dir / "posenc-test-no-such-file.txt").string();
+  std::filesystem::remove(missing);
+  CHECK_THROWS_WITH(read_text_file(missing), Catch::Contains("cannot open data file '" + missing + "'"));
+  const std::string empty = (dir / "posenc-test-empty.txt").string();
+  std::ofstream(empty).close();
+  CHECK_THROWS_WITH(read_text_file(empty), Catch::Contains("data file '" + empty + "' is empty"));
+  std::filesystem::remove(empty);
+}
+
+TEST_CASE("Rng: the same seed gives the same stream, and its state can be saved and restored") {
+  Rng a(7), b(7);
+  for (int i = 0; i < 10; ++i) REQUIRE(a.next() == b.next());
+  const std::string state = a.state();
+  const double next = a.normal(0, 1);
+  Rng c(99);
+  c.set_state(state);
+  CHECK(c.normal(0, 1) == next);
+  CHECK_THROWS_WITH(c.set_state("not a state"), Catch::Contains("not a saved generator state"));
+  double mean = 0;
+  for (int i = 0; i < 20000; ++i) mean += a.uniform() / 20000;
+  CHECK(mean == Approx(0.5).margin(0.01));
+}

@@ -1,0 +1,127 @@
+// Tests of encodings/: each policy's defining formula, and the PositionalEncoding concept.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "gradient_check.hpp"
+
+using namespace posenc;
+using posenc_test::dot;
+using posenc_test::random_vector;
+
+static_assert(PositionalEncoding<NoPE>);
+static_assert(PositionalEncoding<Learned>);
+static_assert(PositionalEncoding<Sinusoidal>);
+static_assert(PositionalEncoding<RoPE>);
+static_assert(PositionalEncoding<ALiBi>);
+static_assert(PositionalEncoding<ALiBiSingleSlope>);
+static_assert(!PositionalEncoding<int>);
+static_assert(!PositionalEncoding<CharTokenizer>);
+
+TEST_CASE("ALiBi slopes follow Press et al.'s geometric sequence") {
+  // H a power of two: m_h = 2^(−8(h+1)/H)
+  CHECK(alibi_slopes(4) == std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625});
+  const std::vector<double> eight = alibi_slopes(8);
+  for (std::size_t h = 0; h < 8; ++h) CHECK(eight[h] == std::pow(2.0, -static_cast<double>(h + 1)));
+  // H = 6: the 4-head slopes, then every other 8-head slope (2^-1, 2^-3) for the last two heads
+  CHECK(alibi_slopes(6) == std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125});
+  // H = 3: the 2-head slopes (2^-4, 2^-8), then the first 4-head slope 2^-2
+  CHECK(alibi_slopes(3) == std::vector<double>{0.0625, 0.00390625, 0.25});
+  // The study's single slope: 2^(−8/H) for every head
+  CHECK(alibi_single_slopes(4) == std::vector<double>{0.25, 0.25, 0.25, 0.25});
+}
+
+TEST_CASE("ALiBi adds −m_h·(i − j) to the scores of query i and key j ≤ i") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  ALiBi::Attention<double, 4, 2> alibi(table, "", 8);
+  ALiBiSingleSlope::Attention<double, 4, 2> single(table, "", 8);
+  CHECK(table.total_size() == 0);  // neither variant has parameters
+  const auto hooks = alibi.bind(store, 8);
+  const auto single_hooks = single.bind(store, 8);
+  for (std::size_t h = 0; h < 4; ++h) {
+    std::vector<double> row(6, 1.0), single_row(6, 1.0);
+    hooks.add_bias(row.data(), h, 5, 6);
+    single_hooks.add_bias(single_row.data(), h, 5, 6);
+    for (std::size_t j = 0; j < 6; ++j) {
+      CHECK(row[j] == 1.0 - std::pow(2.0, -8.0 * (h + 1) / 4) * (5.0 - j));
+      CHECK(single_row[j] == 1.0 - 0.25 * (5.0 - j));
+    }
+  }
+}
+
+TEST_CASE("Sinusoidal adds sin and cos at geometrically spaced frequencies") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  Sinusoidal::Embedding<double, 4> pe(table, 8);
+  CHECK(pe.position_grads(store) == nullptr);  // fixed: nothing to train
+  const double* t = pe.positions(store, 8);
+  // By hand for Dim 4: frequencies 10000^0 = 1 and 10000^(−2/4) = 0.01
+  CHECK(t[0 * 4 + 0] == 0.0);
+  CHECK(t[0 * 4 + 1] == 1.0);
+  CHECK(t[1 * 4 + 0] == Approx(std::sin(1.0)).epsilon(1e-15));
+  CHECK(t[1 * 4 + 1] == Approx(std::cos(1.0)).epsilon(1e-15));
+  CHECK(t[3 * 4 + 2] == Approx(std::sin(0.03)).epsilon(1e-14));
+  CHECK(t[3 * 4 + 3] == Approx(std::cos(0.03)).epsilon(1e-14));
+  // The table grows past the training context with the same formula.
+  const double* longer = pe.positions(store, 100);
+  CHECK(longer[99 * 4 + 2] == Approx(std::sin(0.99)).epsilon(1e-14));
+  CHECK(longer[3 * 4 + 2] == Approx(std::sin(0.03)).epsilon(1e-14));
+}
+
+TEST_CASE("RoPE pairs dimension i with i + hd/2 and rotates by position · 10000^(−2i/hd)") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  RoPE::Attention<double, 1, 4> rope(table, "", 8);
+  const auto hooks = rope.bind(store, 8);
+  // e_0 at position 1 turns towards e_2 by 1 radian; e_1 towards e_3 by 10000^(−1/2) = 0.01 radian.
+  std::vector<double> e0 = {1, 0, 0, 0}, e1 = {0, 1, 0, 0};
+  hooks.rotate(e0.data(), 1);
+  hooks.rotate(e1.data(), 1);
+  CHECK(e0[0] == Approx(std::cos(1.0)));
+  CHECK(e0[1] == 0.0);
+  CHECK(e0[2] == Approx(std::sin(1.0)));
+  CHECK(e0[3] == 0.0);
+  CHECK(e1[1] == Approx(std::cos(0.01)));
+  CHECK(e1[3] == Approx(std::sin(0.01)));
+  CHECK(rope_angle(3, 1, 4) == Approx(0.03));
+}
+
+TEST_CASE("RoPE: the rotated q·k depends only on the offset between positions") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  RoPE::Attention<double, 1, 8> rope(table, "", 64);
+  const auto hooks = rope.bind(store, 300);  // past the training context too
+  const std::vector<double> q = random_vector(8, 21), k = random_vector(8, 22);
+  auto score = [&](std::size_t m, std::size_t n) {
+    std::vector<double> qr = q, kr = k;
+    hooks.rotate(qr.data(), m);
+    hooks.rotate(kr.data(), n);
+    return dot(qr, kr);
+  };
+  for (std::size_t offset : {0, 1, 5, 17}) {
+    const double reference = score(offset, 0);
+    for (std::size_t shift : {1, 7, 100, 250})
+      CHECK(score(offset + shift, shift) == Approx(reference).epsilon(1e-12));
+  }
+  CHECK(std::abs(score(5, 0) - score(1, 0)) > 1e-3);  // and the offset does matter
+
+  SECTION("unrotate is the inverse (the transpose) of rotate") {
+    std::vector<double> x = q;
+    hooks.rotate(x.data(), 123);
+    hooks.unrotate(x.data(), 123);
+    for (std::size_t i = 0; i < x.size(); ++i) CHECK(x[i] == Approx(q[i]).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("Learned registers one trainable row per position of the training context") {
+  ParameterTable table;
+  Learned::Embedding<float, 6> pe(table, 10);
+  CHECK(pe.max_positions() == 10);
+  const ParameterInfo& wpe = table.find("transformer.wpe.weight");
+  CHECK(wpe.shape == std::vector<std::size_t>{10, 6});
+  CHECK(wpe.init == Init::normal);
+}

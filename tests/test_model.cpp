@@ -1,0 +1,249 @@
+// Tests of model/: parameter counts and names, whole-model gradients, causality, position sensitivity,
+// determinism, learning and bad input, for every positional-encoding policy.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "gradient_check.hpp"
+
+using namespace posenc;
+using posenc_test::gradient_relative_error;
+using posenc_test::gradient_tolerance;
+
+#define POSENC_ALL_POLICIES NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope
+
+namespace {
+
+template <class P>
+using TinyModel = CharTransformer<P, 2, 8, 2, double>;
+
+Tokens random_tokens(std::size_t B, std::size_t T, std::size_t V, std::uint64_t seed) {
+  Rng rng(seed);
+  Tokens t({B, T});
+  for (auto& id : t) id = static_cast<TokenId>(rng.uniform_index(V));
+  return t;
+}
+
+// Every parameter moved away from its initial value, so no gradient vanishes by symmetry
+// (zero biases, unit gains) and the check exercises every path.
+template <class Model>
+void perturb_parameters(Model& model, std::uint64_t seed) {
+  Rng rng(seed);
+  auto& p = model.parameters();
+  for (std::size_t i = 0; i < p.size(); ++i) p.data()[i] += rng.normal(0.0, 0.3);
+}
+
+}  // namespace
+
+TEST_CASE("the study's models have the published parameter counts") {
+  CHECK(NoPETransformer(65, 128).parameter_count() == 1'360'001);
+  CHECK(SinusoidalTransformer(65, 128).parameter_count() == 1'360'001);
+  CHECK(RoPETransformer(65, 128).parameter_count() == 1'360'001);
+  CHECK(ALiBiTransformer(65, 128).parameter_count() == 1'360'001);
+  CHECK(ALiBiSingleSlopeTransformer(65, 128).parameter_count() == 1'360'001);
+  CHECK(LearnedTransformer(65, 128).parameter_count() == 1'384'577);
+}
+
+TEST_CASE("parameters carry nanoGPT's names and PyTorch's (out, in) shapes") {
+  LearnedTransformer model(65, 128);
+  using Shape = std::vector<std::size_t>;
+  auto shape = [&](const char* name) {
+    auto v = model.parameter(name);
+    return Shape(v.shape().begin(), v.shape().end());
+  };
+  CHECK(shape("transformer.wte.weight") == Shape{65, 192});
+  CHECK(shape("transformer.wpe.weight") == Shape{128, 192});
+  CHECK(shape("transformer.h.2.ln_1.weight") == Shape{192});
+  CHECK(shape("transformer.h.0.attn.c_attn.weight") == Shape{576, 192});
+  CHECK(shape("transformer.h.0.attn.c_attn.bias") == Shape{576});
+  CHECK(shape("transformer.h.1.attn.c_proj.weight") == Shape{192, 192});
+  CHECK(shape("transformer.h.1.mlp.c_fc.weight") == Shape{768, 192});
+  CHECK(shape("transformer.h.1.mlp.c_proj.weight") == Shape{192, 768});
+  CHECK(shape("transformer.ln_f.bias") == Shape{192});
+  CHECK(shape("lm_head.weight") == Shape{65, 192});
+  CHECK(shape("lm_head.bias") == Shape{65});
+  CHECK(model.parameter_table().entries().size() == 2 + 3 * 12 + 4);
+  CHECK_THROWS_WITH(model.parameter("transformer.h.3.ln_1.weight"),
+                    Catch::Contains("no tensor named 'transformer.h.3.ln_1.weight'"));
+  CHECK_FALSE(RoPETransformer(65, 128).parameter_table().contains("transformer.wpe.weight"));
+}
+
+TEST_CASE("initialisation: weights N(0, 0.02), biases 0, layer-norm gains 1") {
+  RoPETransformer model(65, 128, 1337);
+  auto w = model.parameter("transformer.h.0.mlp.c_fc.weight");
+  double sum = 0, sum2 = 0;
+  for (float x : w) {
+    sum += x;
+    sum2 += static_cast<double>(x) * x;
+  }
+  const double n = static_cast<double>(w.size());
+  CHECK(sum / n == Approx(0).margin(1e-3));
+  CHECK(std::sqrt(sum2 / n) == Approx(0.02).epsilon(0.01));
+  for (float x : model.parameter("transformer.h.0.mlp.c_fc.bias")) REQUIRE(x == 0.0f);
+  for (float x : model.parameter("transformer.ln_f.weight")) REQUIRE(x == 1.0f);
+  for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
+}
+
+TEMPLATE_TEST_CASE("the whole model's gradients match finite differences", "", POSENC_ALL_POLICIES) {
+  const std::size_t V = 7, context = 6;
+  TinyModel<TestType> model(V, context, 3);
+  perturb_parameters(model, 4);
+  const std::size_t T = GENERATE(6, 4);  // the full context and a shorter sequence
+  const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
+  model.zero_grad();
+  model.loss(x, y);
+  model.backward();
+  const std::vector<double> analytic(model.gradients().data(),
+                                     model.gradients().data() + model.parameter_count());
+  auto f = [&] { return model.loss(x, y); };
+  const double error = gradient_relative_error(model.parameters().data(), model.parameter_count(),
+                                               analytic.data(), f);
+  INFO(TestType::name << ", T = " << T << ", relative error " << error);
+  CHECK(error < gradient_tolerance);
+}
+
+TEMPLATE_TEST_CASE("causality: changing token t never changes the logits before t", "", POSENC_ALL_POLICIES) {
+  const std::size_t V = 9, T = 8;
+  TinyModel<TestType> model(V, T, 8);
+  perturb_parameters(model, 9);
+  const Tokens x = random_tokens(1, T, V, 10);
+  for (std::size_t t = 0; t < T; ++t) {
+    Tokens changed = x;
+    changed(0, t) = static_cast<TokenId>((x(0, t) + 1) % static_cast<TokenId>(V));
+    const Tensor<double, 3> before = model.forward(x);
+    const Tensor<double, 3> after = model.forward(changed);
+    for (std::size_t i = 0; i < t; ++i)
+      for (std::size_t v = 0; v < V; ++v) REQUIRE(after(0, i, v) == before(0, i, v));
+    double moved = 0;
+    for (std::size_t v = 0; v < V; ++v) moved += std::abs(after(0, t, v) - before(0, t, v));
+    CHECK(moved > 0);  // the changed position itself does see the change
+  }
+}
+
+TEMPLATE_TEST_CASE("without the causal mask only a position signal breaks permutation equivariance", "",
+                   POSENC_ALL_POLICIES) {
+  const std::size_t V = 9, T = 6;
+  ModelConfig config{.vocab_size = V, .context = T, .seed = 11, .causal = false};
+  TinyModel<TestType> model(config);
+  perturb_parameters(model, 12);
+  const Tokens x = random_tokens(1, T, V, 13);
+  const std::vector<std::size_t> perm = {3, 0, 5, 1, 4, 2};
+  Tokens permuted({1, T});
+  for (std::size_t t = 0; t < T; ++t) permuted(0, t) = x(0, perm[t]);
+  const Tensor<double, 3> out = model.forward(x);
+  const Tensor<double, 3> out_permuted = model.forward(permuted);
+  double max_diff = 0;
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t v = 0; v < V; ++v)
+      max_diff = std::max(max_diff, std::abs(out_permuted(0, t, v) - out(0, perm[t], v)));
+  INFO(TestType::name << ": largest difference " << max_diff);
+  if constexpr (std::is_same_v<TestType, NoPE>) {
+    CHECK(max_diff < 1e-12);
+  } else {
+    CHECK(max_diff > 1e-4);
+  }
+}
+
+TEMPLATE_TEST_CASE("every policy but Learned evaluates sequences longer than its training context", "",
+                   POSENC_ALL_POLICIES) {
+  const std::size_t V = 5, context = 4;
+  TinyModel<TestType> model(V, context, 14);
+  const Tokens longer = random_tokens(1, 3 * context, V, 15);
+  if constexpr (std::is_same_v<TestType, Learned>) {
+    CHECK(model.max_context() == context);
+    CHECK_THROWS_WITH(model.forward(longer), Catch::Contains("length 12") &&
+                                                 Catch::Contains("learned position table (4 rows)"));
+  } else {
+    CHECK(model.max_context() == 16 * context);
+    const auto logits = model.forward(longer);
+    CHECK(logits.shape()[1] == 3 * context);
+    for (double z : logits) REQUIRE(std::isfinite(z));
+  }
+}
+
+TEST_CASE("determinism: the same seed gives bitwise-identical losses, another seed does not") {
+  const std::string corpus = "the quick brown fox jumps over the lazy dog; the lazy dog sleeps. ";
+  CharDataset data(corpus + corpus + corpus);
+  auto run = [&](std::uint64_t seed) {
+    CharTransformer<RoPE, 2, 16, 2> model(data.vocab_size(), 8, seed);
+    auto optimizer = model.make_optimizer({.lr = 3e-3});
+    BatchSampler sampler(data.train(), 4, 8, seed);
+    Tokens x, y;
+    std::vector<float> losses;
+    for (int step = 0; step < 20; ++step) {
+      sampler.sample(x, y);
+      losses.push_back(model.train_step(x, y, optimizer));
+    }
+    return losses;
+  };
+  const std::vector<float> first = run(1337), again = run(1337), other = run(2024);
+  CHECK(first == again);
+  CHECK(first != other);
+}
+
+TEMPLATE_TEST_CASE("learning: 200 steps cut the loss well below the uniform guess ln(V)", "",
+                   POSENC_ALL_POLICIES) {
+  // A corpus with structure: words from a small lexicon in a seeded order.
+  const std::vector<std::string> words = {"alpha ", "beta ", "gamma ", "delta ", "omega. "};
+  Rng rng(16);
+  std::string corpus;
+  while (corpus.size() < 4000) corpus += words[rng.uniform_index(words.size())];
+  CharDataset data(corpus);
+  CharTransformer<TestType, 2, 32, 4> model(data.vocab_size(), 16, 17);
+  auto optimizer = model.make_optimizer({.lr = 3e-3});
+  BatchSampler sampler(data.train(), 16, 16, 18);
+  Tokens x, y;
+  float loss = 0;
+  for (int step = 0; step < 200; ++step) {
+    sampler.sample(x, y);
+    loss = model.train_step(x, y, optimizer);
+  }
+  const double uniform = std::log(static_cast<double>(data.vocab_size()));
+  INFO(TestType::name << ": final loss " << loss << ", ln V = " << uniform);
+  CHECK(loss < 0.5 * uniform);
+}
+
+TEST_CASE("bad input throws posenc::Error naming what was wrong") {
+  CharTransformer<RoPE, 1, 8, 2> rope(5, 4);
+  CharTransformer<Learned, 1, 8, 2> learned(5, 4);
+  const Tokens x = {{0, 1, 2, 3}};
+  SECTION("a token id outside the vocabulary") {
+    const Tokens bad = {{0, 1, 7, 3}};
+    CHECK_THROWS_AS(rope.forward(bad), Error);
+    CHECK_THROWS_WITH(rope.forward(bad), Catch::Contains("token id 7 at (b=0, t=2)") &&
+                                             Catch::Contains("vocabulary [0, 5)"));
+    const Tokens negative = {{0, -1, 2, 3}};
+    CHECK_THROWS_WITH(rope.loss(x, negative), Catch::Contains("targets token id -1"));
+  }
+  SECTION("a sequence longer than the Learned table or the maximum context") {
+    const Tokens five = {{0, 1, 2, 3, 4}};
+    CHECK_THROWS_WITH(learned.forward(five), Catch::Contains("learned position table (4 rows)"));
+    CharTransformer<RoPE, 1, 8, 2> bounded(ModelConfig{.vocab_size = 5, .context = 4, .max_context = 6});
+    const Tokens seven({1, 7}, 0);
+    CHECK_NOTHROW(bounded.forward(Tokens({1, 6}, 0)));
+    CHECK_THROWS_WITH(bounded.forward(seven), Catch::Contains("exceeds the model's maximum context 6"));
+  }
+  SECTION("mismatched shapes") {
+    const Tokens y = {{1, 2, 3}};
+    CHECK_THROWS_WITH(rope.loss(x, y), Catch::Contains("targets shape (1,3) does not match inputs shape (1,4)"));
+    CHECK_THROWS_WITH(rope.forward(Tokens({0, 4})), Catch::Contains("is empty"));
+  }
+  SECTION("backward before loss") {
+    CharTransformer<RoPE, 1, 8, 2> fresh(5, 4);
+    CHECK_THROWS_WITH(fresh.backward(), Catch::Contains("call loss(inputs, targets) first"));
+    fresh.forward(x);
+    CHECK_THROWS_WITH(fresh.backward(), Catch::Contains("call loss(inputs, targets) first"));
+  }
+  SECTION("impossible model sizes") {
+    CHECK_THROWS_WITH((CharTransformer<RoPE, 1, 8, 2>(0, 4)), Catch::Contains("vocab_size must be positive"));
+    CHECK_THROWS_WITH((CharTransformer<RoPE, 1, 8, 2>(5, 0)), Catch::Contains("context must be positive"));
+  }
+  SECTION("an optimizer built for another model") {
+    auto optimizer = learned.make_optimizer();
+    CHECK_THROWS_WITH(rope.train_step(x, x, optimizer), Catch::Contains("another model's table"));
+  }
+}
