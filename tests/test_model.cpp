@@ -88,6 +88,34 @@ TEST_CASE("initialisation: weights N(0, 0.02), biases 0, layer-norm gains 1") {
   for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
 }
 
+TEMPLATE_TEST_CASE("a DecoderBlock's gradients match finite differences for a random upstream gradient", "",
+                   POSENC_ALL_POLICIES) {
+  const std::size_t B = 2, T = 5, D = 8, H = 2;
+  auto table = std::make_shared<ParameterTable>();
+  DecoderBlock<TestType, D, H, double> block(*table, 0, T);
+  ParameterStore<double> store(table);
+  store.initialize(19);
+  Rng rng(20);
+  for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] += rng.normal(0.0, 0.3);
+  std::vector<double> inp = posenc_test::random_vector(B * T * D, 21);
+  const std::vector<double> up = posenc_test::random_vector(B * T * D, 22);
+  std::vector<double> out(B * T * D), dinp(B * T * D, 0.0);
+  BlockActivations<double> act;
+  BlockScratch<double> scratch;
+  act.resize(B, T, D, H);
+  scratch.resize(B, T, D, H);
+  block.forward(out.data(), inp.data(), act, store, B, T);
+  block.backward(dinp.data(), up.data(), inp.data(), act, scratch, store, B, T);
+  const std::vector<double> dparams(store.grads.data(), store.grads.data() + store.grads.size());
+  auto f = [&] {
+    block.forward(out.data(), inp.data(), act, store, B, T);
+    return posenc_test::dot(out, up);
+  };
+  CHECK(gradient_relative_error(inp, dinp, f) < gradient_tolerance);
+  CHECK(gradient_relative_error(store.values.data(), store.values.size(), dparams.data(), f) <
+        gradient_tolerance);
+}
+
 TEMPLATE_TEST_CASE("the whole model's gradients match finite differences", "", POSENC_ALL_POLICIES) {
   const std::size_t V = 7, context = 6;
   TinyModel<TestType> model(V, context, 3);
