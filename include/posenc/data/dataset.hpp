@@ -1,0 +1,93 @@
+// CharDataset and BatchSampler: a tokenized corpus split 90/10 into train and validation, and a seeded window sampler.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/data/tokenizer.hpp"
+#include "posenc/random.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+// The whole file as bytes; names the file in the error when it cannot be read or is empty.
+inline std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open data file '", path, "' for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) fail("cannot read data file '", path, "'");
+  std::string text = std::move(buffer).str();
+  if (text.empty()) fail("data file '", path, "' is empty; expected a text corpus");
+  return text;
+}
+
+class CharDataset {
+ public:
+  // The first train_fraction of the corpus trains, the rest validates.
+  explicit CharDataset(std::string_view corpus, double train_fraction = 0.9)
+      : tokenizer_(CharTokenizer::from_corpus(corpus)) {
+    if (!(train_fraction > 0 && train_fraction < 1))
+      fail("CharDataset: train_fraction must lie in (0, 1), got ", train_fraction);
+    const std::vector<TokenId> all = tokenizer_.encode(corpus);
+    const auto n_train = static_cast<std::size_t>(static_cast<double>(all.size()) * train_fraction);
+    train_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_train));
+    val_.assign(all.begin() + static_cast<std::ptrdiff_t>(n_train), all.end());
+  }
+
+  const CharTokenizer& tokenizer() const { return tokenizer_; }
+  std::size_t vocab_size() const { return tokenizer_.vocab_size(); }
+  const std::vector<TokenId>& train() const { return train_; }
+  const std::vector<TokenId>& val() const { return val_; }
+
+ private:
+  CharTokenizer tokenizer_;
+  std::vector<TokenId> train_;
+  std::vector<TokenId> val_;
+};
+
+// Draws batches of B windows of T+1 consecutive tokens, each start uniform over the split;
+// inputs are a window's first T tokens and targets its last T.
+class BatchSampler {
+ public:
+  BatchSampler(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
+               std::uint64_t seed, std::string_view split_name = "split")
+      : tokens_(&tokens), batch_(batch), context_(context), rng_(seed) {
+    if (batch == 0) fail("BatchSampler: batch size must be positive");
+    if (context == 0) fail("BatchSampler: context must be positive");
+    if (tokens.size() < context + 1)
+      fail("BatchSampler: the ", split_name, " has ", tokens.size(),
+           " tokens, shorter than one window of context + 1 = ", context + 1, " tokens");
+  }
+
+  void sample(Tokens& inputs, Tokens& targets) {
+    if (inputs.shape() != Tokens::shape_type{batch_, context_}) inputs.resize({batch_, context_});
+    if (targets.shape() != Tokens::shape_type{batch_, context_}) targets.resize({batch_, context_});
+    const std::size_t starts = tokens_->size() - context_;  // windows of T+1 tokens
+    for (std::size_t b = 0; b < batch_; ++b) {
+      const std::size_t s = rng_.uniform_index(starts);
+      for (std::size_t t = 0; t < context_; ++t) {
+        inputs(b, t) = (*tokens_)[s + t];
+        targets(b, t) = (*tokens_)[s + t + 1];
+      }
+    }
+  }
+
+  std::size_t batch() const { return batch_; }
+  std::size_t context() const { return context_; }
+  Rng& rng() { return rng_; }  // its state is the sampler's position, for resuming
+
+ private:
+  const std::vector<TokenId>* tokens_;
+  std::size_t batch_;
+  std::size_t context_;
+  Rng rng_;
+};
+
+}  // namespace posenc
