@@ -90,3 +90,30 @@ TEST_CASE("Rng: the same seed gives the same stream, and its state can be saved 
   for (int i = 0; i < 20000; ++i) mean += a.uniform() / 20000;
   CHECK(mean == Approx(0.5).margin(0.01));
 }
+
+TEST_CASE("evaluate_loss scores every target once in non-overlapping windows") {
+  // A model whose loss is a known function of the targets shows which targets were scored.
+  struct CountingModel {
+    std::vector<int> seen;  // how often each target position was scored
+    const std::vector<TokenId>* tokens;
+    float loss(const Tokens& x, const Tokens& y) {
+      double sum = 0;
+      for (std::size_t b = 0; b < y.shape()[0]; ++b)
+        for (std::size_t t = 0; t < y.shape()[1]; ++t) sum += y(b, t);
+      (void)x;
+      for (std::size_t b = 0; b < y.shape()[0]; ++b)
+        for (std::size_t t = 0; t < y.shape()[1]; ++t) seen[static_cast<std::size_t>(y(b, t))] += 1;
+      return static_cast<float>(sum / static_cast<double>(y.size()));
+    }
+  };
+  std::vector<TokenId> tokens(23);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i);
+  CountingModel model{std::vector<int>(23, 0), &tokens};
+  // 22 targets (1..22) in windows of 5 with batches of 2: 4 full windows and one of 2.
+  const LossResult r = evaluate_loss(model, tokens, 5, 2);
+  CHECK(r.targets == 22);
+  CHECK(model.seen[0] == 0);
+  for (std::size_t i = 1; i < 23; ++i) CHECK(model.seen[i] == 1);
+  CHECK(r.loss == Approx((1.0 + 22.0) / 2.0));  // the mean of the targets 1..22
+  CHECK_THROWS_WITH(evaluate_loss(model, std::vector<TokenId>{1}, 5), Catch::Contains("need at least 2"));
+}

@@ -125,3 +125,13 @@ TEST_CASE("Learned registers one trainable row per position of the training cont
   CHECK(wpe.shape == std::vector<std::size_t>{10, 6});
   CHECK(wpe.init == Init::normal);
 }
+
+TEST_CASE("with_policy maps every runtime name onto its policy class") {
+  CHECK(policy_names() == std::vector<std::string>{"nope", "learned", "sinusoidal", "rope", "alibi", "alibi-single"});
+  for (const std::string& name : policy_names())
+    CHECK(with_policy(name, []<class P>() { return std::string(P::name); }) == name);
+  CHECK(with_policy("learned", []<class P>() { return std::is_same_v<P, Learned>; }));
+  CHECK_THROWS_WITH(with_policy("rotary", []<class P>() { return 0; }),
+                    Catch::Contains("unknown positional encoding 'rotary'") &&
+                        Catch::Contains("nope, learned, sinusoidal, rope, alibi, alibi-single"));
+}

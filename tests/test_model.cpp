@@ -275,3 +275,49 @@ TEST_CASE("bad input throws posenc::Error naming what was wrong") {
     CHECK_THROWS_WITH(rope.train_step(x, x, optimizer), Catch::Contains("another model's table"));
   }
 }
+
+TEMPLATE_TEST_CASE("the key/value cache gives the logits of a full forward, one position at a time", "",
+                   POSENC_ALL_POLICIES) {
+  const std::size_t V = 9, context = 7;
+  TinyModel<TestType> model(V, context, 23);
+  perturb_parameters(model, 24);
+  const Tokens x = random_tokens(1, context, V, 25);
+  const Tensor<double, 3> full = model.forward(x);
+  auto cache = model.make_cache();
+  for (std::size_t t = 0; t < context; ++t) {
+    const auto step = model.forward_step(x(0, t), cache);
+    for (std::size_t v = 0; v < V; ++v) REQUIRE(step(v) == Approx(full(0, t, v)).epsilon(1e-12));
+  }
+  CHECK(cache.length() == context);
+}
+
+TEMPLATE_TEST_CASE("cached and uncached generation give the same tokens, also past the context", "",
+                   POSENC_ALL_POLICIES) {
+  const std::size_t V = 9, context = 6;
+  // max_context 10: the non-learned policies continue past the training context, then slide.
+  TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = context, .max_context = 10, .seed = 26});
+  perturb_parameters(model, 27);
+  const std::vector<TokenId> prompt = {1, 4, 2};
+  for (const double temperature : {0.0, 0.9}) {
+    SamplingOptions cached{.temperature = temperature, .top_k = 5, .seed = 3, .use_cache = true};
+    SamplingOptions uncached = cached;
+    uncached.use_cache = false;
+    const std::vector<TokenId> a = generate(model, prompt, 20, cached);
+    const std::vector<TokenId> b = generate(model, prompt, 20, uncached);
+    INFO(TestType::name << ", temperature " << temperature);
+    CHECK(a == b);
+    CHECK(a.size() == 20);
+  }
+  CHECK_THROWS_WITH(generate(model, {}, 5), Catch::Contains("the prompt is empty"));
+}
+
+TEST_CASE("sampling: greedy picks the largest logit, top-k never leaves the k most likely") {
+  const std::vector<double> logits = {0.1, 2.0, -1.0, 1.5, 1.9};
+  auto row = [&](std::size_t v) { return logits[v]; };
+  Rng rng(5);
+  CHECK(sample_token(row, 5, {.temperature = 0.0}, rng) == 1);
+  for (int i = 0; i < 200; ++i) {
+    const TokenId t = sample_token(row, 5, {.temperature = 1.0, .top_k = 2}, rng);
+    REQUIRE((t == 1 || t == 4));
+  }
+}

@@ -24,9 +24,14 @@
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
 #include "posenc/model/decoder_block.hpp"
+#include "posenc/model/generation.hpp"
+#include "posenc/model/kv_cache.hpp"
 #include "posenc/model/parameters.hpp"
 
 #include "posenc/data/dataset.hpp"
 #include "posenc/data/tokenizer.hpp"
 
 #include "posenc/train/adamw.hpp"
+#include "posenc/train/evaluation.hpp"
+
+#include "posenc/dispatch.hpp"

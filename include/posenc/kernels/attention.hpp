@@ -139,4 +139,37 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
   }
 }
 
+// One new query against the keys and values cached for positions 0..P−1, the query's own at P−1
+// (generation with a key/value cache). out (C), scores (P) scratch, q (C) already rotated,
+// keys (P,C) and values (P,C) as attention_forward would have seen them.
+template <std::floating_point S, class Hooks>
+void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const S* values,
+                            std::size_t P, std::size_t C, std::size_t H, const Hooks& hooks) {
+  const std::size_t hd = C / H;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  for (std::size_t h = 0; h < H; ++h) {
+    const S* qh = q + h * hd;
+    for (std::size_t j = 0; j < P; ++j) {
+      const S* kj = keys + j * C + h * hd;
+      S dot = 0;
+      for (std::size_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
+      scores[j] = dot * scale;
+    }
+    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, P);
+    const S smax = *std::max_element(scores, scores + P);
+    S sum = 0;
+    for (std::size_t j = 0; j < P; ++j) {
+      scores[j] = std::exp(scores[j] - smax);
+      sum += scores[j];
+    }
+    S* oh = out + h * hd;
+    std::fill(oh, oh + hd, S(0));
+    for (std::size_t j = 0; j < P; ++j) {
+      const S w = scores[j] / sum;
+      const S* vj = values + j * C + h * hd;
+      for (std::size_t d = 0; d < hd; ++d) oh[d] += w * vj[d];
+    }
+  }
+}
+
 }  // namespace posenc

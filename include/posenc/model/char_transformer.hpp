@@ -17,6 +17,7 @@
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
 #include "posenc/model/decoder_block.hpp"
+#include "posenc/model/kv_cache.hpp"
 #include "posenc/model/parameters.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/train/adamw.hpp"
@@ -124,6 +125,37 @@ class CharTransformer {
                        B, T, Dim);
   }
 
+  // An empty key/value cache for one sequence of up to max_context() positions.
+  KVCache<S> make_cache() const { return KVCache<S>(Layers, max_context_, Dim); }
+
+  // Appends `token` at position cache.length() and returns the logits (V) for the token after it:
+  // the same numbers forward() gives for the last position of the whole sequence, at the cost of
+  // one position.
+  TensorView<const S> forward_step(TokenId token, KVCache<S>& cache) {
+    if (token < 0 || static_cast<std::size_t>(token) >= vocab_size())
+      fail("CharTransformer::forward_step: token id ", token, " is outside the vocabulary [0, ",
+           vocab_size(), ")");
+    if (cache.full())
+      fail("CharTransformer::forward_step: the cache holds its capacity of ", cache.capacity(),
+           " positions; clear it and start a new window");
+    const std::size_t pos = cache.length();
+    const auto& p = store_.values;
+    S* x = cache.residual().data();
+    const S* table = position_.positions(store_, pos + 1);
+    embedding_forward(x, &token, p[wte_], table != nullptr ? table + pos * Dim : nullptr, 1, 1,
+                      Dim, vocab_size());
+    for (std::size_t l = 0; l < Layers; ++l)
+      blocks_[l].forward_step(x, cache.keys(l), cache.values(l), pos, cache.scratch(), store_);
+    ws_.step_ln.resize(Dim);
+    ws_.step_logits.resize(vocab_size());
+    S mean, rstd;
+    layernorm_forward(ws_.step_ln.data(), &mean, &rstd, x, p[ln_f_w_], p[ln_f_b_], 1, Dim);
+    linear_forward(ws_.step_logits.data(), ws_.step_ln.data(), p[lm_head_w_], p[lm_head_b_], 1, Dim,
+                   vocab_size());
+    cache.advance();
+    return view_of<const S>(ws_.step_logits.data(), {vocab_size()});
+  }
+
   void zero_grad() { store_.grads.fill(S(0)); }
 
   // zero_grad, loss, backward and one optimizer step; returns the batch's loss before the step.
@@ -163,6 +195,7 @@ class CharTransformer {
     std::vector<S> lnf, lnf_mean, lnf_rstd;        // (B,T,D), (B,T), (B,T)
     std::vector<S> logits, probs;                  // (B,T,V)
     std::vector<S> dlogits, dlnf, dx, dx_next;     // backward
+    std::vector<S> step_ln, step_logits;           // forward_step: (D), (V)
     BlockScratch<S> scratch;
   };
 

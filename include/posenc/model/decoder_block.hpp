@@ -56,6 +56,24 @@ struct BlockScratch {
   }
 };
 
+// Buffers for one position of one sequence, when generating with a key/value cache.
+template <std::floating_point S>
+struct StepScratch {
+  std::vector<S> ln, atty, res1, h;       // (D)
+  std::vector<S> qkv;                     // (3D)
+  std::vector<S> fch, fch_gelu;           // (4D)
+  std::vector<S> scores;                  // (capacity)
+  S mean = 0, rstd = 0;
+
+  void resize(std::size_t D, std::size_t capacity) {
+    for (auto* v : {&ln, &atty, &res1, &h}) v->resize(D);
+    qkv.resize(3 * D);
+    fch.resize(4 * D);
+    fch_gelu.resize(4 * D);
+    scores.resize(capacity);
+  }
+};
+
 namespace detail {
 template <class S>
 void zero(std::vector<S>& v) {
@@ -134,6 +152,35 @@ class DecoderBlock {
                     act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim);
     layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], sc.dln1.data(), inp, p[w_.ln_1_w],
                        act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim);
+  }
+
+  // The same computation as forward for one new position `pos` of one sequence: x (D) is the
+  // block's input and receives its output; keys and values (≥pos+1, D) hold this layer's cached
+  // (rotated) keys and values of positions 0..pos−1 and receive those of pos.
+  void forward_step(S* x, S* keys, S* values, std::size_t pos, StepScratch<S>& sc,
+                    ParameterStore<S>& store) {
+    const auto& p = store.values;
+    auto hooks = position_.bind(store, pos + 1);
+    layernorm_forward(sc.ln.data(), &sc.mean, &sc.rstd, x, p[w_.ln_1_w], p[w_.ln_1_b], 1, Dim);
+    linear_forward(sc.qkv.data(), sc.ln.data(), p[w_.c_attn_w], p[w_.c_attn_b], 1, Dim, 3 * Dim);
+    if constexpr (decltype(hooks)::rotates_qk) {
+      for (std::size_t h = 0; h < Heads; ++h) {
+        hooks.rotate(sc.qkv.data() + h * head_dim, pos);
+        hooks.rotate(sc.qkv.data() + Dim + h * head_dim, pos);
+      }
+    }
+    std::copy(sc.qkv.begin() + Dim, sc.qkv.begin() + 2 * Dim, keys + pos * Dim);
+    std::copy(sc.qkv.begin() + 2 * Dim, sc.qkv.end(), values + pos * Dim);
+    attention_step_forward(sc.atty.data(), sc.scores.data(), sc.qkv.data(), keys, values, pos + 1,
+                           Dim, Heads, hooks);
+    linear_forward(sc.res1.data(), sc.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b], 1, Dim, Dim);
+    for (std::size_t i = 0; i < Dim; ++i) sc.res1[i] += x[i];
+    layernorm_forward(sc.ln.data(), &sc.mean, &sc.rstd, sc.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b],
+                      1, Dim);
+    linear_forward(sc.fch.data(), sc.ln.data(), p[w_.c_fc_w], p[w_.c_fc_b], 1, Dim, 4 * Dim);
+    gelu_forward(sc.fch_gelu.data(), sc.fch.data(), 4 * Dim);
+    linear_forward(x, sc.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], 1, 4 * Dim, Dim);
+    for (std::size_t i = 0; i < Dim; ++i) x[i] += sc.res1[i];
   }
 
   PositionHooks& position_hooks() { return position_; }

@@ -1,0 +1,91 @@
+// generate(): sampling text from a model with temperature and top-k, through its key/value cache or by full recompute.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/random.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+struct SamplingOptions {
+  double temperature = 0.8;  // 0 picks the most likely token (greedy)
+  std::size_t top_k = 40;    // sample among the k most likely tokens; 0 means all
+  std::uint64_t seed = 1;
+  bool use_cache = true;     // false recomputes the whole window for every token (the reference)
+};
+
+// Draws a token id from one row of logits.
+template <class Logits>
+TokenId sample_token(const Logits& logits, std::size_t V, const SamplingOptions& options, Rng& rng) {
+  std::vector<std::size_t> order(V);
+  for (std::size_t v = 0; v < V; ++v) order[v] = v;
+  // Highest logit first; ties broken by the smaller id, so the order is fully determined.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return logits(a) > logits(b); });
+  if (options.temperature <= 0) return static_cast<TokenId>(order[0]);
+  const std::size_t k = options.top_k == 0 ? V : std::min(options.top_k, V);
+  std::vector<double> weights(k);
+  const double top = static_cast<double>(logits(order[0]));
+  double sum = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    weights[i] = std::exp((static_cast<double>(logits(order[i])) - top) / options.temperature);
+    sum += weights[i];
+  }
+  double u = rng.uniform() * sum;
+  for (std::size_t i = 0; i < k; ++i) {
+    u -= weights[i];
+    if (u < 0) return static_cast<TokenId>(order[i]);
+  }
+  return static_cast<TokenId>(order[k - 1]);
+}
+
+// Generates `count` tokens after `prompt` and returns them (without the prompt).
+// Every token is predicted from the last `window` tokens, window = the model's max_context():
+// for Learned that is its training context, so past it the window slides (and the cache is
+// rebuilt for every token, as absolute positions shift); the other policies continue with the
+// cache up to max_context() and slide after that.
+template <class Model>
+std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, std::size_t count,
+                              const SamplingOptions& options = {}) {
+  if (prompt.empty()) fail("generate: the prompt is empty; give at least one token");
+  if (options.temperature < 0 || !std::isfinite(options.temperature))
+    fail("generate: temperature must be a finite number ≥ 0, got ", options.temperature);
+  const std::size_t window = model.max_context();
+  const std::size_t V = model.vocab_size();
+  Rng rng(options.seed);
+  std::vector<TokenId> sequence = prompt;
+  std::vector<TokenId> generated;
+  generated.reserve(count);
+  auto cache = model.make_cache();
+
+  for (std::size_t n = 0; n < count; ++n) {
+    TokenId next;
+    if (options.use_cache) {
+      // Bring the cache up to the end of the sequence, restarting it when the window slides.
+      if (sequence.size() - cache.length() > 1 || cache.full()) {
+        cache.clear();
+        const std::size_t start = sequence.size() > window ? sequence.size() - window : 0;
+        for (std::size_t i = start; i + 1 < sequence.size(); ++i) model.forward_step(sequence[i], cache);
+      }
+      const auto logits = model.forward_step(sequence.back(), cache);
+      next = sample_token([&](std::size_t v) { return logits(v); }, V, options, rng);
+    } else {
+      const std::size_t T = std::min(sequence.size(), window);
+      Tokens input({1, T});
+      std::copy(sequence.end() - static_cast<std::ptrdiff_t>(T), sequence.end(), input.begin());
+      const auto logits = model.forward(input);
+      next = sample_token([&](std::size_t v) { return logits(0, T - 1, v); }, V, options, rng);
+    }
+    sequence.push_back(next);
+    generated.push_back(next);
+  }
+  return generated;
+}
+
+}  // namespace posenc
