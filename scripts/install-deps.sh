@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config ca-certificates curl
+  build-essential cmake ninja-build pkg-config ca-certificates curl python3
   libxtensor-dev libxtensor-blas-dev xtl-dev liblapack-dev libopenblas-dev
   catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
 )

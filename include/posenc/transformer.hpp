@@ -4,6 +4,7 @@
 #include "posenc/config.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
+#include "posenc/threads.hpp"
 
 #include "posenc/kernels/adamw.hpp"
 #include "posenc/kernels/attention.hpp"
@@ -31,7 +32,13 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/data/tokenizer.hpp"
 
+#include "posenc/io/atomic_file.hpp"
+#include "posenc/io/checkpoint.hpp"
+#include "posenc/io/safetensors.hpp"
+
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/evaluation.hpp"
+#include "posenc/train/trainer.hpp"
+#include "posenc/train/training_run.hpp"
 
 #include "posenc/dispatch.hpp"

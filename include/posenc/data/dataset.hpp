@@ -32,7 +32,12 @@ class CharDataset {
  public:
   // The first train_fraction of the corpus trains, the rest validates.
   explicit CharDataset(std::string_view corpus, double train_fraction = 0.9)
-      : tokenizer_(CharTokenizer::from_corpus(corpus)) {
+      : CharDataset(corpus, CharTokenizer::from_corpus(corpus), train_fraction) {}
+
+  // The corpus encoded with a given vocabulary (a checkpoint's); a byte outside it is an error.
+  CharDataset(std::string_view corpus, CharTokenizer tokenizer, double train_fraction = 0.9)
+      : tokenizer_(std::move(tokenizer)) {
+    if (corpus.empty()) fail("CharDataset: the corpus is empty; expected at least one byte");
     if (!(train_fraction > 0 && train_fraction < 1))
       fail("CharDataset: train_fraction must lie in (0, 1), got ", train_fraction);
     const std::vector<TokenId> all = tokenizer_.encode(corpus);

@@ -1,0 +1,321 @@
+// shakespeare: train, evaluate and sample posenc's character transformers from the command line.
+//   shakespeare train  --posenc rope --steps 2000 --out runs/rope
+//   shakespeare eval   --checkpoint runs/rope/model.safetensors --data data/tinyshakespeare/input.txt
+//   shakespeare sample --checkpoint runs/rope/model.safetensors --prompt "ROMEO:" --tokens 500
+// Bad input prints one line naming what was wrong and exits with status 2.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <posenc/io/atomic_file.hpp>
+#include <posenc/io/checkpoint.hpp>
+#include <posenc/threads.hpp>
+#include <posenc/train/training_run.hpp>
+#include <posenc/transformer.hpp>
+
+#include "model_registry.hpp"
+#include "progress.hpp"
+
+namespace shakespeare {
+
+inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
+
+struct ModelShape {
+  std::string posenc = "rope";
+  std::size_t layers = 3, dim = 192, heads = 4;
+};
+
+struct TrainOptions {
+  ModelShape model;
+  posenc::TrainConfig config;
+  std::string data = default_data;
+  std::string out;
+  bool resume = false;
+};
+
+struct EvalOptions {
+  std::string checkpoint;
+  std::string data = default_data;
+  std::size_t estimate = 0;  // 0: the deterministic full pass
+  std::size_t context = 0;   // 0: the checkpoint's
+  std::size_t batch = 32;
+  bool json = false;
+};
+
+struct SampleOptions {
+  std::string checkpoint;
+  std::string prompt = "ROMEO:";
+  std::size_t tokens = 500;
+  posenc::SamplingOptions sampling;
+};
+
+nlohmann::json config_to_json(const TrainOptions& o) {
+  const posenc::TrainConfig& c = o.config;
+  return {{"posenc", o.model.posenc}, {"layers", o.model.layers}, {"dim", o.model.dim},
+          {"heads", o.model.heads},   {"steps", c.steps},         {"batch", c.batch},
+          {"context", c.context},     {"lr", c.lr},               {"weight_decay", c.weight_decay},
+          {"eval_every", c.eval_every}, {"eval_iters", c.eval_iters}, {"seed", c.seed},
+          {"data", o.data}};
+}
+
+TrainOptions config_from_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) posenc::fail("--resume: cannot open '", path, "'; is this a run directory?");
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    TrainOptions o;
+    o.model = {j.at("posenc").get<std::string>(), j.at("layers").get<std::size_t>(),
+               j.at("dim").get<std::size_t>(), j.at("heads").get<std::size_t>()};
+    o.config.steps = j.at("steps").get<std::int64_t>();
+    o.config.batch = j.at("batch").get<std::size_t>();
+    o.config.context = j.at("context").get<std::size_t>();
+    o.config.lr = j.at("lr").get<double>();
+    o.config.weight_decay = j.at("weight_decay").get<double>();
+    o.config.eval_every = j.at("eval_every").get<std::int64_t>();
+    o.config.eval_iters = j.at("eval_iters").get<std::size_t>();
+    o.config.seed = j.at("seed").get<std::uint64_t>();
+    o.data = j.at("data").get<std::string>();
+    return o;
+  } catch (const nlohmann::json::exception& e) {
+    posenc::fail("--resume: '", path, "' is not a run configuration: ", e.what());
+  }
+}
+
+posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
+  const std::string text = posenc::read_text_file(path);
+  try {
+    return vocabulary != nullptr ? posenc::CharDataset(text, *vocabulary) : posenc::CharDataset(text);
+  } catch (const posenc::Error& e) {
+    posenc::fail("data file '", path, "': ", e.what());
+  }
+}
+
+int train(TrainOptions options, const std::string& out_given, std::int64_t steps_given) {
+  const std::string out = out_given.empty()
+                              ? "runs/" + options.model.posenc + "-seed" + std::to_string(options.config.seed)
+                              : out_given;
+  const posenc::RunDirectory run(out);
+  const std::string config_path = (run.dir() / "config.json").string();
+  if (options.resume) {
+    options = config_from_json(config_path);
+    options.resume = true;
+    if (steps_given > 0) options.config.steps = steps_given;  // extending a run is allowed
+  } else if (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log())) {
+    posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
+  }
+  posenc::CharDataset data = load_corpus(options.data, nullptr);
+  if (data.train().size() < options.config.context + 1 || data.val().size() < options.config.context + 1)
+    posenc::fail("data file '", options.data, "' is too short: its training split has ", data.train().size(),
+                 " and its validation split ", data.val().size(), " tokens; each needs at least context + 1 = ",
+                 options.config.context + 1);
+  std::filesystem::create_directories(run.dir());
+  posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
+
+  with_model(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
+             [&]<class Model>() {
+               Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(),
+                                               .context = options.config.context,
+                                               .seed = options.config.seed});
+               std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps -> %s\n",
+                           options.resume ? "resuming" : "training", options.model.posenc.c_str(),
+                           model.parameter_count(), Model::layers, Model::dim, Model::heads,
+                           options.config.context, static_cast<long long>(options.config.steps), out.c_str());
+               Progress progress;
+               const double tokens_per_step = static_cast<double>(options.config.batch * options.config.context);
+               posenc::TrainingCallbacks callbacks;
+               callbacks.on_step = [&](const posenc::StepReport& r) {
+                 const double eta = r.tokens_per_second > 0
+                                        ? static_cast<double>(r.total - r.step) * tokens_per_step / r.tokens_per_second
+                                        : 0.0;
+                 progress.step(r, eta);
+               };
+               callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
+               const auto records = posenc::run_training(model, data, options.config, run, options.resume, callbacks);
+               progress.line_break();
+               const posenc::EvalRecord& last = records.back();
+               std::printf("done: step %lld, train loss %.4f, val loss %.4f (estimates), %.0f tokens/s, %s\n",
+                           static_cast<long long>(last.step), last.train_loss, last.val_loss,
+                           last.tokens_per_second, format_duration(last.elapsed_seconds).c_str());
+               std::printf("final checkpoint: %s\n", run.final_model().c_str());
+             });
+  return 0;
+}
+
+// Loads a checkpoint into the model its metadata describes and hands both to f.
+template <class F>
+void with_checkpoint(const std::string& path, F&& f) {
+  const posenc::SafetensorsFile file = posenc::read_safetensors(path);
+  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  const posenc::CharTokenizer tokenizer(info.vocabulary);
+  with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
+    Model model(posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
+                                    .context = info.context,
+                                    .max_context = info.max_context});
+    posenc::load_parameters(model, file);
+    f(model, info, tokenizer);
+  });
+}
+
+int evaluate(const EvalOptions& o) {
+  with_checkpoint(o.checkpoint, [&](auto& model, const posenc::CheckpointInfo& info,
+                                    const posenc::CharTokenizer& tokenizer) {
+    const posenc::CharDataset data = load_corpus(o.data, &tokenizer);
+    const std::size_t context = o.context != 0 ? o.context : info.context;
+    if (context > model.max_context())
+      posenc::fail("--context ", context, " is longer than this ", info.policy, " model accepts (",
+                   model.max_context(), info.policy == "learned" ? ", the rows of its position table)" : ")");
+    nlohmann::json result = {{"checkpoint", o.checkpoint}, {"data", o.data}, {"posenc", info.policy},
+                             {"step", info.step},          {"context", context}};
+    double train_loss, val_loss;
+    if (o.estimate > 0) {
+      train_loss = posenc::estimate_loss(model, data.train(), o.batch, context, o.estimate, 1337, "training split");
+      val_loss = posenc::estimate_loss(model, data.val(), o.batch, context, o.estimate, 1338, "validation split");
+      result["protocol"] = "estimate";
+      result["batches"] = o.estimate;
+    } else {
+      const posenc::LossResult tr = posenc::evaluate_loss(model, data.train(), context, o.batch);
+      const posenc::LossResult va = posenc::evaluate_loss(model, data.val(), context, o.batch);
+      train_loss = tr.loss;
+      val_loss = va.loss;
+      result["protocol"] = "non-overlapping";
+      result["train_targets"] = tr.targets;
+      result["val_targets"] = va.targets;
+    }
+    result["train_loss"] = train_loss;
+    result["val_loss"] = val_loss;
+    if (o.json) {
+      std::printf("%s\n", result.dump(2).c_str());
+    } else {
+      std::printf("%s (%s, step %lld), context %zu, %s\n", o.checkpoint.c_str(), info.policy.c_str(),
+                  static_cast<long long>(info.step), context,
+                  o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
+                                 : "every target once, non-overlapping windows");
+      std::printf("train loss %.4f\nval loss   %.4f\n", train_loss, val_loss);
+    }
+  });
+  return 0;
+}
+
+int sample(const SampleOptions& o) {
+  with_checkpoint(o.checkpoint, [&](auto& model, const posenc::CheckpointInfo&,
+                                    const posenc::CharTokenizer& tokenizer) {
+    for (std::size_t i = 0; i < o.prompt.size(); ++i)
+      if (!tokenizer.contains(o.prompt[i]))
+        posenc::fail("--prompt: the symbol '", std::string(1, o.prompt[i]), "' (byte ",
+                     static_cast<int>(static_cast<unsigned char>(o.prompt[i])), ") at position ", i,
+                     " is not in the checkpoint's vocabulary");
+    const auto generated = posenc::generate(model, tokenizer.encode(o.prompt), o.tokens, o.sampling);
+    std::printf("%s%s\n", o.prompt.c_str(), tokenizer.decode(generated).c_str());
+  });
+  return 0;
+}
+
+// "--steps: must be a positive whole number, got '0'" rather than CLI11's range with a 300-digit bound.
+inline const CLI::Validator positive_integer(
+    [](std::string& text) -> std::string {
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || text.find_first_not_of('0') == std::string::npos)
+        return "must be a positive whole number, got '" + text + "'";
+      return {};
+    },
+    "POSITIVE");
+
+inline const CLI::Validator non_negative_number(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(value >= 0) || value > 1e300)
+        return "must be a number ≥ 0, got '" + text + "'";
+      return {};
+    },
+    "NON-NEGATIVE");
+
+}  // namespace shakespeare
+
+int main(int argc, char** argv) {
+  using namespace shakespeare;
+  CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
+  app.require_subcommand(1);
+  int threads = 0;
+  app.add_option("--threads", threads, "Threads for the kernels and OpenBLAS (default: every core, or $POSENC_NUM_THREADS)")
+      ->check(positive_integer);
+
+  TrainOptions t;
+  std::string out;
+  std::int64_t steps_given = 0;
+  auto* train_cmd = app.add_subcommand("train", "Train a model and write its run directory");
+  train_cmd->add_option("--posenc", t.model.posenc, "Positional encoding")
+      ->check(CLI::IsMember(posenc::policy_names()))->capture_default_str();
+  train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(positive_integer);
+  train_cmd->add_option("--seed", t.config.seed, "Seed of the initialisation and the batch sampler")->capture_default_str();
+  train_cmd->add_option("--batch", t.config.batch, "Windows per batch")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--context", t.config.context, "Tokens per window")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--lr", t.config.lr, "AdamW learning rate (constant)")->check(non_negative_number)->capture_default_str();
+  train_cmd->add_option("--weight-decay", t.config.weight_decay, "AdamW decoupled weight decay")->check(non_negative_number)->capture_default_str();
+  train_cmd->add_option("--eval-every", t.config.eval_every, "Steps between loss estimates and checkpoints")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--eval-iters", t.config.eval_iters, "Batches per loss estimate")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--data", t.data, "Training text (any file)")->capture_default_str();
+  train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
+  train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
+  train_cmd->add_option("--layers", t.model.layers, "Transformer blocks")->capture_default_str();
+  train_cmd->add_option("--dim", t.model.dim, "Model width")->capture_default_str();
+  train_cmd->add_option("--heads", t.model.heads, "Attention heads")->capture_default_str();
+
+  EvalOptions e;
+  auto* eval_cmd = app.add_subcommand("eval", "Train and validation loss of a checkpoint");
+  eval_cmd->add_option("--checkpoint", e.checkpoint, "A .safetensors checkpoint")->required();
+  eval_cmd->add_option("--data", e.data, "Text to evaluate on (split 90/10 as in training)")->capture_default_str();
+  eval_cmd->add_option("--estimate", e.estimate, "Average over N random batches instead of the full pass")->check(positive_integer);
+  eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")->check(positive_integer);
+  eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")->check(positive_integer)->capture_default_str();
+  eval_cmd->add_flag("--json", e.json, "Print JSON");
+
+  SampleOptions s;
+  bool no_cache = false;
+  auto* sample_cmd = app.add_subcommand("sample", "Generate text from a checkpoint");
+  sample_cmd->add_option("--checkpoint", s.checkpoint, "A .safetensors checkpoint")->required();
+  sample_cmd->add_option("--prompt", s.prompt, "Text to continue")->capture_default_str();
+  sample_cmd->add_option("--tokens", s.tokens, "Characters to generate")->check(positive_integer)->capture_default_str();
+  sample_cmd->add_option("--temperature", s.sampling.temperature, "0 picks the most likely character")->check(non_negative_number)->capture_default_str();
+  sample_cmd->add_option("--top-k", s.sampling.top_k, "Sample among the k most likely (0: all)")->capture_default_str();
+  sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed")->capture_default_str();
+  sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return 2;
+  }
+  try {
+    posenc::set_num_threads(threads > 0 ? threads : posenc::default_num_threads());
+    if (*train_cmd) {
+      if (t.resume) {
+        for (const char* name : {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay",
+                                 "--eval-every", "--eval-iters", "--data", "--layers", "--dim", "--heads"})
+          if (train_cmd->count(name) > 0)
+            posenc::fail("--resume takes the run's configuration from its config.json; ", name,
+                         " cannot be given with it (only --out, --steps and --threads)");
+        if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
+      }
+      if (steps_given > 0) t.config.steps = steps_given;
+      return train(t, out, steps_given);
+    }
+    if (*eval_cmd) return evaluate(e);
+    s.sampling.use_cache = !no_cache;
+    return sample(s);
+  } catch (const std::exception& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "\nshakespeare: %s\n", error.what());
+    return 2;
+  }
+}

@@ -1,0 +1,177 @@
+// save_checkpoint / load_parameters and the optimizer-state file: a model as safetensors with nanoGPT's names.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/data/tokenizer.hpp"
+#include "posenc/io/safetensors.hpp"
+#include "posenc/model/parameters.hpp"
+#include "posenc/train/adamw.hpp"
+
+namespace posenc {
+
+inline constexpr const char* checkpoint_format = "posenc-checkpoint-1";
+
+// What a checkpoint's __metadata__ says about the model (all stored as strings, as the format
+// requires).
+struct CheckpointInfo {
+  std::string policy;
+  std::size_t layers = 0, dim = 0, heads = 0, context = 0, max_context = 0;
+  std::string vocabulary;  // the symbols (bytes) in id order
+  std::int64_t step = 0;
+  std::uint64_t seed = 0;
+};
+
+namespace detail {
+
+// The vocabulary as a JSON array of byte values: any byte survives, which a JSON string would not.
+inline std::string vocabulary_to_json(const std::string& symbols) {
+  nlohmann::json bytes = nlohmann::json::array();
+  for (unsigned char c : symbols) bytes.push_back(static_cast<int>(c));
+  return bytes.dump();
+}
+
+inline std::string vocabulary_from_json(const std::string& text, const std::string& source) {
+  nlohmann::json bytes = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!bytes.is_array() || bytes.empty())
+    fail("checkpoint '", source, "': metadata 'vocab' is not a non-empty JSON array of byte values");
+  std::string symbols;
+  for (const auto& b : bytes) {
+    if (!b.is_number_integer() || b.get<long long>() < 0 || b.get<long long>() > 255)
+      fail("checkpoint '", source, "': metadata 'vocab' holds ", b.dump(), ", not a byte value 0..255");
+    symbols.push_back(static_cast<char>(b.get<int>()));
+  }
+  return symbols;
+}
+
+inline const std::string& metadata_field(const SafetensorsFile& file, const std::string& key) {
+  const auto it = file.metadata().find(key);
+  if (it == file.metadata().end())
+    fail("checkpoint '", file.source(), "': the metadata has no '", key, "' entry");
+  return it->second;
+}
+
+inline std::uint64_t metadata_number(const SafetensorsFile& file, const std::string& key) {
+  const std::string& text = metadata_field(file, key);
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || text.front() == '-')
+    fail("checkpoint '", file.source(), "': metadata '", key, "' is '", text,
+         "', not a non-negative whole number");
+  return value;
+}
+
+}  // namespace detail
+
+// Reads and checks the model description in a checkpoint's metadata.
+inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
+  const std::string& format = detail::metadata_field(file, "format");
+  if (format != checkpoint_format)
+    fail("checkpoint '", file.source(), "': format '", format, "', expected '", checkpoint_format, "'");
+  CheckpointInfo info;
+  info.policy = detail::metadata_field(file, "posenc_policy");
+  info.layers = detail::metadata_number(file, "layers");
+  info.dim = detail::metadata_number(file, "dim");
+  info.heads = detail::metadata_number(file, "heads");
+  info.context = detail::metadata_number(file, "context");
+  info.max_context = detail::metadata_number(file, "max_context");
+  info.vocabulary = detail::vocabulary_from_json(detail::metadata_field(file, "vocab"), file.source());
+  info.step = static_cast<std::int64_t>(detail::metadata_number(file, "step"));
+  info.seed = detail::metadata_number(file, "seed");
+  if (info.layers == 0 || info.dim == 0 || info.heads == 0 || info.context == 0)
+    fail("checkpoint '", file.source(), "': layers, dim, heads and context must be positive");
+  return info;
+}
+
+// Writes the model's parameters (F32, nanoGPT names, linear weights (out, in)) with its
+// description; to a temporary file renamed into place.
+template <class Model>
+void save_checkpoint(const std::string& path, const Model& model, const CharTokenizer& tokenizer,
+                     std::int64_t step, std::uint64_t seed) {
+  if (tokenizer.vocab_size() != model.vocab_size())
+    fail("save_checkpoint: the tokenizer has ", tokenizer.vocab_size(), " symbols but the model ",
+         model.vocab_size());
+  SafetensorsWriter writer;
+  writer.add_metadata("format", checkpoint_format);
+  writer.add_metadata("posenc_policy", std::string(Model::encoding_name()));
+  writer.add_metadata("layers", std::to_string(Model::layers));
+  writer.add_metadata("dim", std::to_string(Model::dim));
+  writer.add_metadata("heads", std::to_string(Model::heads));
+  writer.add_metadata("context", std::to_string(model.context()));
+  writer.add_metadata("max_context", std::to_string(model.max_context()));
+  writer.add_metadata("vocab", detail::vocabulary_to_json(tokenizer.symbols()));
+  writer.add_metadata("step", std::to_string(step));
+  writer.add_metadata("seed", std::to_string(seed));
+  for (const ParameterInfo& e : model.parameter_table().entries())
+    writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);
+  writer.write(path);
+}
+
+// Fills every parameter of `model` from the file: each tensor of the model's table must be there
+// with its shape, and the file may hold no others.
+template <class Model>
+void load_parameters(Model& model, const SafetensorsFile& file) {
+  const ParameterTable& table = model.parameter_table();
+  for (const ParameterInfo& e : table.entries()) {
+    if (!file.contains(e.name))
+      fail("checkpoint '", file.source(), "' has no tensor '", e.name, "', which a ",
+           Model::encoding_name(), " model needs");
+    file.read_into(e.name, e.shape, model.parameters()[e.slot]);
+  }
+  for (const SafetensorsEntry& entry : file.entries())
+    if (!table.contains(entry.name))
+      fail("checkpoint '", file.source(), "' has a tensor '", entry.name, "' that a ",
+           Model::encoding_name(), " model does not have");
+}
+
+// The optimizer's state beside a checkpoint: "exp_avg.<name>" and "exp_avg_sq.<name>" for every
+// parameter (PyTorch's names for the two moments), the step count, and caller metadata such as
+// the sampler's position.
+template <std::floating_point S>
+void save_optimizer_state(const std::string& path, const AdamW<S>& optimizer,
+                          const std::map<std::string, std::string>& extra_metadata = {}) {
+  SafetensorsWriter writer;
+  writer.add_metadata("format", "posenc-optimizer-1");
+  writer.add_metadata("optimizer_step", std::to_string(optimizer.steps()));
+  for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
+  const ParameterTable& table = optimizer.first_moment().table();
+  for (const ParameterInfo& e : table.entries())
+    writer.add_tensor("exp_avg." + e.name, e.shape, optimizer.first_moment()[e.slot]);
+  for (const ParameterInfo& e : table.entries())
+    writer.add_tensor("exp_avg_sq." + e.name, e.shape, optimizer.second_moment()[e.slot]);
+  writer.write(path);
+}
+
+// Restores both moments and the step count; returns the file's metadata.
+template <std::floating_point S>
+std::map<std::string, std::string> load_optimizer_state(const SafetensorsFile& file, AdamW<S>& optimizer) {
+  if (detail::metadata_field(file, "format") != "posenc-optimizer-1")
+    fail("optimizer state '", file.source(), "': format is not 'posenc-optimizer-1'");
+  const ParameterTable& table = optimizer.first_moment().table();
+  for (const ParameterInfo& e : table.entries()) {
+    for (const char* prefix : {"exp_avg.", "exp_avg_sq."})
+      if (!file.contains(prefix + e.name))
+        fail("optimizer state '", file.source(), "' has no tensor '", prefix, e.name, "'");
+    file.read_into("exp_avg." + e.name, e.shape, optimizer.first_moment()[e.slot]);
+    file.read_into("exp_avg_sq." + e.name, e.shape, optimizer.second_moment()[e.slot]);
+  }
+  if (file.entries().size() != 2 * table.entries().size())
+    fail("optimizer state '", file.source(), "' holds ", file.entries().size(), " tensors; expected ",
+         2 * table.entries().size());
+  optimizer.set_steps(static_cast<std::int64_t>(detail::metadata_number(file, "optimizer_step")));
+  return file.metadata();
+}
+
+}  // namespace posenc

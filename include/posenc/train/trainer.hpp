@@ -1,0 +1,134 @@
+// Trainer<Model>: the training loop — sampled batches, AdamW steps, periodic loss estimates — with resumable state.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "posenc/config.hpp"
+#include "posenc/data/dataset.hpp"
+#include "posenc/train/adamw.hpp"
+#include "posenc/train/evaluation.hpp"
+
+namespace posenc {
+
+struct TrainConfig {
+  std::int64_t steps = 2000;
+  std::size_t batch = 32;
+  std::size_t context = 128;
+  double lr = 1e-3;  // constant: no warm-up, no decay
+  double weight_decay = 0.01;
+  std::int64_t eval_every = 250;
+  std::size_t eval_iters = 200;
+  std::uint64_t seed = 1337;  // the batch sampler's; the model's initialisation has its own
+};
+
+// One evaluation: the nanoGPT-style estimates at a step.
+struct EvalRecord {
+  std::int64_t step = 0;
+  double train_loss = 0;
+  double val_loss = 0;
+  double elapsed_seconds = 0;    // wall time since the run began, evaluations included
+  double tokens_per_second = 0;  // training throughput, evaluations excluded
+};
+
+struct StepReport {
+  std::int64_t step = 0;  // steps done
+  std::int64_t total = 0;
+  double loss = 0;
+  double elapsed_seconds = 0;
+  double tokens_per_second = 0;
+};
+
+template <class Model>
+class Trainer {
+ public:
+  using S = typename Model::scalar_type;
+
+  Trainer(Model& model, const CharDataset& data, const TrainConfig& config)
+      : model_(model),
+        data_(data),
+        config_(checked(config, model)),
+        optimizer_(model.make_optimizer({.lr = config.lr, .weight_decay = config.weight_decay})),
+        sampler_(data.train(), config.batch, config.context, config.seed, "training split") {}
+
+  std::int64_t step() const { return optimizer_.steps(); }
+  const TrainConfig& config() const { return config_; }
+  AdamW<S>& optimizer() { return optimizer_; }
+  BatchSampler& sampler() { return sampler_; }
+
+  // Time already spent before this process (when resuming), so reports continue from it.
+  void set_previous_time(double elapsed_seconds, double train_seconds) {
+    previous_elapsed_ = elapsed_seconds;
+    previous_train_ = train_seconds;
+  }
+  double elapsed_seconds() const { return previous_elapsed_ + since(start_); }
+  double train_seconds() const { return previous_train_ + train_seconds_; }
+  double tokens_per_second() const {
+    const double t = train_seconds();
+    return t > 0 ? static_cast<double>(step()) * tokens_per_step() / t : 0.0;
+  }
+
+  // Estimated train and val loss at the current step. Each estimate's sampler is seeded from the
+  // run's seed and the step, so a resumed run evaluates exactly as an uninterrupted one.
+  EvalRecord evaluate() {
+    const auto s = static_cast<std::uint64_t>(step());
+    const std::uint64_t mix = 0x9E3779B97F4A7C15ULL;
+    EvalRecord r;
+    r.step = step();
+    r.train_loss = estimate_loss(model_, data_.train(), config_.batch, config_.context,
+                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split");
+    r.val_loss = estimate_loss(model_, data_.val(), config_.batch, config_.context,
+                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split");
+    r.elapsed_seconds = elapsed_seconds();
+    r.tokens_per_second = tokens_per_second();
+    return r;
+  }
+
+  // Trains from step() up to config().steps. on_step(StepReport) follows every step;
+  // on_eval(EvalRecord) follows an evaluation at step 0 of a fresh run, every eval_every steps,
+  // and at the last step.
+  template <class OnStep, class OnEval>
+  void run(OnStep&& on_step, OnEval&& on_eval) {
+    start_ = Clock::now();
+    if (step() == 0) on_eval(evaluate());
+    Tokens x, y;
+    while (step() < config_.steps) {
+      const auto t0 = Clock::now();
+      sampler_.sample(x, y);
+      const double loss = static_cast<double>(model_.train_step(x, y, optimizer_));
+      train_seconds_ += since(t0);
+      on_step(StepReport{step(), config_.steps, loss, elapsed_seconds(), tokens_per_second()});
+      if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
+    }
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  double tokens_per_step() const { return static_cast<double>(config_.batch * config_.context); }
+
+  static TrainConfig checked(const TrainConfig& c, const Model& model) {
+    if (c.steps <= 0) fail("training: steps must be positive, got ", c.steps);
+    if (c.batch == 0) fail("training: batch must be positive");
+    if (c.context == 0) fail("training: context must be positive");
+    if (c.context > model.max_context())
+      fail("training: context ", c.context, " exceeds the model's maximum of ", model.max_context());
+    if (c.eval_every <= 0) fail("training: eval_every must be positive, got ", c.eval_every);
+    if (c.eval_iters == 0) fail("training: eval_iters must be positive");
+    return c;
+  }
+
+  Model& model_;
+  const CharDataset& data_;
+  TrainConfig config_;
+  AdamW<S> optimizer_;
+  BatchSampler sampler_;
+  Clock::time_point start_ = Clock::now();
+  double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
+};
+
+}  // namespace posenc

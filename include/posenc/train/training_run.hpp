@@ -1,0 +1,122 @@
+// run_training(): a Trainer bound to a run directory — JSON-lines log, checkpoints at every eval, exact resume.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/data/dataset.hpp"
+#include "posenc/io/atomic_file.hpp"
+#include "posenc/io/checkpoint.hpp"
+#include "posenc/train/trainer.hpp"
+
+namespace posenc {
+
+// The files of one run:
+//   log.jsonl                          one record per evaluation (EvalRecord as JSON)
+//   checkpoint-step<N>.safetensors     the model at every evaluation
+//   optimizer.safetensors              AdamW's moments, step and the sampler's position at the
+//                                      latest evaluation: what --resume continues from
+//   model.safetensors                  the final model
+class RunDirectory {
+ public:
+  explicit RunDirectory(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  const std::filesystem::path& dir() const { return dir_; }
+  std::string log() const { return (dir_ / "log.jsonl").string(); }
+  std::string optimizer() const { return (dir_ / "optimizer.safetensors").string(); }
+  std::string final_model() const { return (dir_ / "model.safetensors").string(); }
+  std::string checkpoint(std::int64_t step) const {
+    char name[64];
+    std::snprintf(name, sizeof name, "checkpoint-step%06lld.safetensors", static_cast<long long>(step));
+    return (dir_ / name).string();
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+inline nlohmann::json to_json(const EvalRecord& r) {
+  return {{"step", r.step},
+          {"train_loss", r.train_loss},
+          {"val_loss", r.val_loss},
+          {"elapsed_seconds", r.elapsed_seconds},
+          {"tokens_per_second", r.tokens_per_second}};
+}
+
+inline EvalRecord eval_record_from_json(const nlohmann::json& j) {
+  return EvalRecord{j.at("step").get<std::int64_t>(), j.at("train_loss").get<double>(),
+                    j.at("val_loss").get<double>(), j.at("elapsed_seconds").get<double>(),
+                    j.at("tokens_per_second").get<double>()};
+}
+
+// The records of a run's log; a malformed line is an error naming the file and line.
+inline std::vector<EvalRecord> read_eval_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot open the run log '", path, "'");
+  std::vector<EvalRecord> records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      records.push_back(eval_record_from_json(nlohmann::json::parse(line)));
+    } catch (const nlohmann::json::exception& e) {
+      fail("run log '", path, "' line ", number, " is not an evaluation record: ", e.what());
+    }
+  }
+  return records;
+}
+
+struct TrainingCallbacks {
+  std::function<void(const StepReport&)> on_step = [](const StepReport&) {};
+  std::function<void(const EvalRecord&)> on_eval = [](const EvalRecord&) {};
+};
+
+// Trains `model` into `run`, or, with resume, continues the run from its latest evaluation: the
+// model, AdamW's state, the sampler's position and the clock are restored, so the losses that
+// follow equal those of an uninterrupted run. Returns every evaluation of the run.
+template <class Model>
+std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, const TrainConfig& config,
+                                     const RunDirectory& run, bool resume,
+                                     const TrainingCallbacks& callbacks = {}) {
+  std::filesystem::create_directories(run.dir());
+  Trainer<Model> trainer(model, data, config);
+  std::vector<EvalRecord> records;
+  if (resume) {
+    const SafetensorsFile state = read_safetensors(run.optimizer());
+    const auto meta = load_optimizer_state(state, trainer.optimizer());
+    const std::int64_t step = trainer.step();
+    load_parameters(model, read_safetensors(run.checkpoint(step)));
+    trainer.sampler().rng().set_state(detail::metadata_field(state, "sampler_state"));
+    trainer.set_previous_time(std::stod(detail::metadata_field(state, "elapsed_seconds")),
+                              std::stod(detail::metadata_field(state, "train_seconds")));
+    for (const EvalRecord& r : read_eval_log(run.log()))
+      if (r.step <= step) records.push_back(r);  // drop records written after the saved state
+  }
+  auto save = [&](const EvalRecord& r) {
+    records.push_back(r);
+    // The checkpoint first, then the optimizer state that names its step: an interruption
+    // between them leaves the previous, complete pair to resume from.
+    save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed);
+    save_optimizer_state(run.optimizer(), trainer.optimizer(),
+                         {{"sampler_state", trainer.sampler().rng().state()},
+                          {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
+                          {"train_seconds", std::to_string(trainer.train_seconds())}});
+    std::string log;
+    for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
+    write_file_atomically(run.log(), log);
+    callbacks.on_eval(r);
+  };
+  trainer.run(callbacks.on_step, save);
+  save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed);
+  return records;
+}
+
+}  // namespace posenc

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# posenc checkpoints in PyTorch: for every policy, trains a small model, then checks that
+# tools/posenc_torch.py (the model written independently in PyTorch) gives the same full-pass
+# losses as `shakespeare eval`. Skips (exit 77) where PyTorch is not installed.
+#   test_pytorch_interop.sh SHAKESPEARE_BINARY WORK_DIR
+set -uo pipefail
+bin="$1"
+work="$2"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+python=""
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import torch" > /dev/null 2>&1; then python="$candidate"; break; fi
+done
+if [ -z "$python" ]; then
+  echo "PyTorch is not installed (scripts/install-deps.sh --bench installs it): skipped"
+  exit 77
+fi
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+export POSENC_NUM_THREADS=1
+"$python" -c "
+import random
+random.seed(3)
+words = ['to', 'be', 'or', 'not', 'that', 'is', 'the', 'question', 'ROMEO:', 'JULIET:']
+open('corpus.txt', 'w').write('\n'.join(' '.join(random.choice(words) for _ in range(8)) for _ in range(300)))
+"
+passes=0
+failures=0
+for policy in nope learned sinusoidal rope alibi alibi-single; do
+  "$bin" train --posenc "$policy" --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --steps 20 \
+    --eval-every 20 --eval-iters 2 --data corpus.txt --out "$policy" > /dev/null 2>&1
+  "$bin" eval --checkpoint "$policy/model.safetensors" --data corpus.txt --json > posenc.json
+  "$python" "$root/tools/posenc_torch.py" "$policy/model.safetensors" corpus.txt > torch.json
+  if "$python" - <<'PY'
+import json, sys
+a, b = json.load(open("posenc.json")), json.load(open("torch.json"))
+ok = all(abs(a[k] - b[k]) < 1e-4 for k in ("train_loss", "val_loss"))
+print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss']:.6f} {b['val_loss']:.6f}")
+sys.exit(0 if ok else 1)
+PY
+  then
+    echo "ok   - $policy"; passes=$((passes + 1))
+  else
+    echo "FAIL - $policy"; failures=$((failures + 1))
+  fi
+done
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

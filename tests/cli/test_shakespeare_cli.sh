@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Command-line tests of the shakespeare program on a small corpus this script writes itself:
+# train, eval and sample work; --resume reproduces an uninterrupted run; and every kind of bad
+# input exits with status 2 and a message that names the problem.
+#   test_shakespeare_cli.sh SHAKESPEARE_BINARY WORK_DIR
+set -uo pipefail
+bin="$1"
+work="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+export POSENC_NUM_THREADS=1
+
+failures=0
+passes=0
+pass() { echo "ok   - $1"; passes=$((passes + 1)); }
+failed() { echo "FAIL - $1"; failures=$((failures + 1)); }
+
+# expect_error NAME SUBSTRING COMMAND...: the command must exit 2 and print SUBSTRING on stderr.
+expect_error() {
+  local name="$1" needle="$2"
+  shift 2
+  "$@" > out.txt 2> err.txt
+  local status=$?
+  if [ "$status" -eq 2 ] && grep -qF -- "$needle" err.txt; then
+    pass "$name"
+  else
+    failed "$name: exit $status, stderr: $(head -c 400 err.txt)"
+  fi
+}
+
+# A corpus with some structure, made here.
+python3 - <<'PY'
+import random
+random.seed(7)
+words = ["to", "be", "or", "not", "that", "is", "the", "question", "ROMEO:", "JULIET:", "whether", "tis", "nobler"]
+lines = [" ".join(random.choice(words) for _ in range(8)) for _ in range(700)]
+open("corpus.txt", "w").write("\n".join(lines) + "\n")
+PY
+small=(--posenc rope --layers 2 --dim 64 --heads 4 --eval-every 10 --eval-iters 3)
+tiny=("${small[@]}" --batch 4 --context 16)
+
+# --- what works -----------------------------------------------------------------------------
+if "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full > train.log 2>&1 && [ -f full/model.safetensors ] &&
+   [ "$(wc -l < full/log.jsonl)" -eq 4 ] && [ -f full/checkpoint-step000030.safetensors ]; then
+  pass "train writes the log, a checkpoint per eval and the final model"
+else
+  failed "train: $(tail -5 train.log)"
+fi
+
+"$bin" train "${tiny[@]}" --data corpus.txt --steps 20 --out resumed > /dev/null 2>&1
+if "$bin" train --resume --steps 30 --out resumed > resume.log 2>&1 &&
+   cmp -s full/model.safetensors resumed/model.safetensors &&
+   diff <(python3 -c 'import json,sys; [print(json.loads(l)["step"], json.loads(l)["train_loss"], json.loads(l)["val_loss"]) for l in open(sys.argv[1])]' full/log.jsonl) \
+        <(python3 -c 'import json,sys; [print(json.loads(l)["step"], json.loads(l)["train_loss"], json.loads(l)["val_loss"]) for l in open(sys.argv[1])]' resumed/log.jsonl) > /dev/null; then
+  pass "a resumed run's losses and final model equal the uninterrupted run's"
+else
+  failed "resume: $(tail -5 resume.log)"
+fi
+
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --json > eval.json &&
+   python3 -c 'import json,sys; r=json.load(open("eval.json")); sys.exit(0 if r["protocol"]=="non-overlapping" and r["val_loss"] > 0 and r["train_targets"] > 0 else 1)'; then
+  pass "eval prints the full-pass losses as JSON"
+else
+  failed "eval --json: $(cat eval.json)"
+fi
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --estimate 3 | grep -q "val loss"; then
+  pass "eval --estimate prints text"
+else
+  failed "eval --estimate"
+fi
+
+"$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 > cached.txt
+"$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 --no-cache > uncached.txt
+if cmp -s cached.txt uncached.txt && [ "$(head -c 6 cached.txt)" = "ROMEO:" ] && [ "$(wc -c < cached.txt)" -ge 67 ]; then
+  pass "sample with and without the cache prints the same text"
+else
+  failed "sample: $(cat cached.txt) vs $(cat uncached.txt)"
+fi
+
+for sub in train eval sample; do
+  if "$bin" "$sub" --help > help.txt 2>&1 && grep -q -- "--" help.txt; then pass "$sub --help"; else failed "$sub --help"; fi
+done
+
+# --- bad input: exit 2, a clear message, nothing half-written ---------------------------------
+expect_error "missing data file" "cannot open data file 'nowhere.txt'" "$bin" train "${tiny[@]}" --data nowhere.txt --out bad1
+: > empty.txt
+expect_error "empty data file" "data file 'empty.txt' is empty" "$bin" train "${tiny[@]}" --data empty.txt --out bad2
+printf 'too short\n' > short.txt
+expect_error "too-short data file" "is too short" "$bin" train "${tiny[@]}" --data short.txt --out bad3
+mkdir -p unreadable.txt
+expect_error "unreadable data file (a directory)" "data file 'unreadable.txt'" "$bin" train "${tiny[@]}" --data unreadable.txt --out bad4
+expect_error "unknown --posenc" "--posenc" "$bin" train --posenc rotary --out bad5
+expect_error "non-positive --steps" "--steps" "$bin" train "${tiny[@]}" --data corpus.txt --steps 0 --out bad6
+expect_error "non-positive --batch" "--batch" "$bin" train "${small[@]}" --context 16 --data corpus.txt --batch -3 --out bad7
+expect_error "non-positive --context" "--context" "$bin" train "${small[@]}" --batch 4 --data corpus.txt --context 0 --out bad8
+expect_error "a model size the binary is not built for" "not built for a model of 5 layers" "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9
+expect_error "an existing run without --resume" "already holds a run" "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full
+expect_error "--resume of a directory that is not a run" "is this a run directory" "$bin" train --resume --out nothing-here
+expect_error "--resume with a conflicting option" "cannot be given with it" "$bin" train --resume --out full --lr 0.1
+expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
+expect_error "a missing checkpoint" "missing.safetensors" "$bin" sample --checkpoint missing.safetensors
+
+ck=full/model.safetensors
+size=$(wc -c < "$ck")
+python3 "$here/edit_checkpoint.py" "$ck" truncated.safetensors truncate $((size - 100))
+expect_error "a truncated checkpoint" "truncated.safetensors" "$bin" eval --checkpoint truncated.safetensors --data corpus.txt
+python3 "$here/edit_checkpoint.py" "$ck" stub.safetensors truncate 5
+expect_error "a checkpoint shorter than its length field" "stub.safetensors" "$bin" sample --checkpoint stub.safetensors
+head -c 4096 /dev/urandom > random.safetensors
+expect_error "a checkpoint of random bytes" "random.safetensors" "$bin" sample --checkpoint random.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" badjson.safetensors header '{"lm_head.bias": {"dtype": "F32",'
+expect_error "a malformed JSON header" "JSON" "$bin" sample --checkpoint badjson.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" badshape.safetensors shape lm_head.weight 64,27
+expect_error "a tensor shape that does not match the metadata" "lm_head.weight" "$bin" sample --checkpoint badshape.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" policy.safetensors meta posenc_policy xpos
+expect_error "a policy the binary cannot build" "unknown positional encoding 'xpos'" "$bin" sample --checkpoint policy.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" layers.safetensors meta layers 7
+expect_error "a model size the binary cannot build" "not built for a model of 7 layers" "$bin" sample --checkpoint layers.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" renamed.safetensors rename lm_head.bias lm_head.b
+expect_error "a missing tensor" "has no tensor 'lm_head.bias'" "$bin" sample --checkpoint renamed.safetensors
+
+"$bin" train --posenc learned --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --eval-every 5 --eval-iters 2 --steps 5 --data corpus.txt --out learned > /dev/null 2>&1
+expect_error "a context larger than a Learned model's table" "rows of its position table" "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --context 32
+python3 "$here/edit_checkpoint.py" learned/model.safetensors context.safetensors meta context 32
+python3 "$here/edit_checkpoint.py" context.safetensors context.safetensors meta max_context 32
+expect_error "metadata that disagrees with the tensors" "transformer.wpe.weight" "$bin" sample --checkpoint context.safetensors
+if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""posenc's model in PyTorch: loads a posenc checkpoint and scores text with it.
+
+    python3 tools/posenc_torch.py CHECKPOINT DATA [--context N]
+
+prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
+as `shakespeare eval`, so the two can be compared. The model here is written from posenc's
+definition (pre-LayerNorm blocks, tanh-GELU MLP, untied lm_head with bias) and each positional
+encoding's formula; it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
+"""
+import argparse
+import json
+import math
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def load_safetensors(path):
+    """A safetensors file as ({name: tensor}, metadata), with nothing but the standard library."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    metadata = header.pop("__metadata__", {})
+    body = memoryview(raw)[8 + n :]
+    tensors = {}
+    for name, entry in header.items():
+        assert entry["dtype"] == "F32", f"{name}: dtype {entry['dtype']}"
+        begin, end = entry["data_offsets"]
+        tensors[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.float32).reshape(entry["shape"])
+    return tensors, metadata
+
+
+def alibi_slopes(heads):
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+
+    p = 2 ** int(math.floor(math.log2(heads)))
+    slopes = power_of_two(p)
+    if p < heads:
+        slopes += alibi_slopes(2 * p)[0::2][: heads - p]
+    return slopes
+
+
+class PosencModel(torch.nn.Module):
+    def __init__(self, tensors, meta):
+        super().__init__()
+        self.w = tensors
+        self.policy = meta["posenc_policy"]
+        self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
+        self.vocab = bytes(json.loads(meta["vocab"]))
+
+    def forward(self, idx):
+        B, T = idx.shape
+        D, H = self.dim, self.heads
+        hd = D // H
+        w = self.w
+        x = w["transformer.wte.weight"][idx]
+        pos = torch.arange(T, dtype=torch.float64)
+        if self.policy == "learned":
+            x = x + w["transformer.wpe.weight"][:T]
+        elif self.policy == "sinusoidal":
+            i = torch.arange(D)
+            angle = pos[:, None] * torch.pow(10000.0, -(i // 2 * 2).double() / D)[None, :]
+            x = x + torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        bias = torch.zeros(H, T, T)
+        if self.policy in ("alibi", "alibi-single"):
+            slopes = alibi_slopes(H) if self.policy == "alibi" else [2.0 ** (-8.0 / H)] * H
+            distance = (pos[:, None] - pos[None, :]).float()
+            bias = -torch.tensor(slopes)[:, None, None] * distance[None]
+        if self.policy == "rope":
+            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(hd // 2).double() / hd)
+            angle = pos[:, None] * inv_freq[None, :]
+            cos = torch.cat([angle.cos(), angle.cos()], -1).float()
+            sin = torch.cat([angle.sin(), angle.sin()], -1).float()
+
+            def rotate(v):  # rotate-half pairing: dimension i with i + hd/2
+                half = torch.cat([-v[..., hd // 2 :], v[..., : hd // 2]], -1)
+                return v * cos + half * sin
+
+        for l in range(self.layers):
+            p = f"transformer.h.{l}."
+            h = F.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps=1e-5)
+            qkv = F.linear(h, w[p + "attn.c_attn.weight"], w[p + "attn.c_attn.bias"])
+            q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in qkv.split(D, dim=2))
+            if self.policy == "rope":
+                q, k = rotate(q), rotate(k)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(hd) + bias
+            att = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+            y = (att @ v).transpose(1, 2).reshape(B, T, D)
+            x = x + F.linear(y, w[p + "attn.c_proj.weight"], w[p + "attn.c_proj.bias"])
+            h = F.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps=1e-5)
+            h = F.gelu(F.linear(h, w[p + "mlp.c_fc.weight"], w[p + "mlp.c_fc.bias"]), approximate="tanh")
+            x = x + F.linear(h, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
+        x = F.layer_norm(x, (D,), w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps=1e-5)
+        return F.linear(x, w["lm_head.weight"], w["lm_head.bias"])
+
+
+@torch.no_grad()
+def full_pass_loss(model, tokens, context, batch=32):
+    """Every target once, in non-overlapping windows of `context` tokens (the last one shorter)."""
+    n = len(tokens) - 1
+    total = 0.0
+    starts = list(range(0, n - n % context, context))
+    for i in range(0, len(starts), batch):
+        group = starts[i : i + batch]
+        x = torch.stack([tokens[s : s + context] for s in group])
+        y = torch.stack([tokens[s + 1 : s + context + 1] for s in group])
+        total += F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item()
+    if n % context:
+        s = n - n % context
+        x, y = tokens[s:n][None], tokens[s + 1 : n + 1][None]
+        total += F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item()
+    return total / n
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("data")
+    parser.add_argument("--context", type=int, default=0)
+    args = parser.parse_args()
+    tensors, meta = load_safetensors(args.checkpoint)
+    model = PosencModel(tensors, meta)
+    ids = {b: i for i, b in enumerate(model.vocab)}
+    text = open(args.data, "rb").read()
+    tokens = torch.tensor([ids[b] for b in text], dtype=torch.long)
+    split = int(len(tokens) * 0.9)
+    context = args.context or int(meta["context"])
+    result = {
+        "train_loss": full_pass_loss(model, tokens[:split], context),
+        "val_loss": full_pass_loss(model, tokens[split:], context),
+        "context": context,
+    }
+    json.dump(result, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
