@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the dependencies, then configures, builds and runs the whole test suite twice: with the
-# developer preset (warnings as errors) and with the sanitizer preset (AddressSanitizer + UBSan).
-#   scripts/test.sh            both
+# developer preset (warnings as errors) and with the sanitizer preset (AddressSanitizer + UBSan);
+# then runs the libFuzzer targets for a short time (clang).
+#   scripts/test.sh            all three
 #   scripts/test.sh --quick    the developer preset only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,13 +11,17 @@ quick=0
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option '$arg' (expected --quick)" >&2; exit 2 ;;
   esac
 done
 
-scripts/install-deps.sh
-cmake --workflow --preset test
-if [ "$quick" -eq 0 ]; then
+if [ "$quick" -eq 1 ]; then
+  scripts/install-deps.sh
+  cmake --workflow --preset test
+else
+  scripts/install-deps.sh --fuzz
+  cmake --workflow --preset test
   cmake --workflow --preset sanitize
+  cmake --workflow --preset fuzz
 fi
