@@ -18,7 +18,6 @@
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
-#include "model_registry.hpp"
 #include "progress.hpp"
 
 namespace shakespeare {
@@ -116,7 +115,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   std::filesystem::create_directories(run.dir());
   posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
 
-  with_model(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
+  posenc::with_model(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
              [&]<class Model>() {
                Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                .context = options.config.context,
@@ -152,7 +151,7 @@ void with_checkpoint(const std::string& path, F&& f) {
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
   const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
   const posenc::CharTokenizer tokenizer(info.vocabulary);
-  with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
+  posenc::with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
     Model model(posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
                                     .context = info.context,
                                     .max_context = info.max_context});

@@ -1,4 +1,4 @@
-// with_policy(): maps a runtime policy name ("rope") onto the compile-time policy class, from one table.
+// with_policy() and with_model(): a runtime policy name and model size onto the compile-time classes, from one table each.
 #pragma once
 
 #include <optional>
@@ -15,6 +15,7 @@
 #include "posenc/encodings/nope.hpp"
 #include "posenc/encodings/rope.hpp"
 #include "posenc/encodings/sinusoidal.hpp"
+#include "posenc/model/char_transformer.hpp"
 
 namespace posenc {
 
@@ -47,6 +48,43 @@ decltype(auto) with_policy(std::string_view name, F&& f) {
       return std::move(*result);
     }
   }(static_cast<AllPolicies*>(nullptr));
+}
+
+template <std::size_t L, std::size_t D, std::size_t H>
+struct ModelSize {
+  static constexpr std::size_t layers = L, dim = D, heads = H;
+};
+
+// The sizes the command-line programs are compiled for: the study's model, and a small one for
+// quick trials and tests. Each (policy, size) pair is one instantiation of CharTransformer.
+using DefaultModelSizes = std::tuple<ModelSize<3, 192, 4>, ModelSize<2, 64, 4>>;
+
+template <class Sizes = DefaultModelSizes>
+std::string model_sizes_text() {
+  return [&]<class... Size>(std::tuple<Size...>*) {
+    std::string text;
+    ((text += (text.empty() ? "" : ", ") + std::to_string(Size::layers) + " layers × dim " +
+              std::to_string(Size::dim) + " × " + std::to_string(Size::heads) + " heads"),
+     ...);
+    return text;
+  }(static_cast<Sizes*>(nullptr));
+}
+
+// Calls f.template operator()<Model>() with Model = CharTransformer<policy, layers, dim, heads>
+// for a size listed in Sizes; throws posenc::Error naming the sizes there are otherwise.
+template <class Sizes = DefaultModelSizes, class F>
+void with_model(std::string_view policy, std::size_t layers, std::size_t dim, std::size_t heads, F&& f) {
+  with_policy(policy, [&]<class P>() {
+    const bool found = [&]<class... Size>(std::tuple<Size...>*) {
+      return ((layers == Size::layers && dim == Size::dim && heads == Size::heads
+                   ? (f.template operator()<CharTransformer<P, Size::layers, Size::dim, Size::heads>>(), true)
+                   : false) ||
+              ...);
+    }(static_cast<Sizes*>(nullptr));
+    if (!found)
+      fail("this program is not built for a model of ", layers, " layers, dim ", dim, ", ", heads,
+           " heads; it is built for: ", model_sizes_text<Sizes>());
+  });
 }
 
 }  // namespace posenc

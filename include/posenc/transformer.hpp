@@ -38,6 +38,8 @@
 
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/evaluation.hpp"
+#include "posenc/train/statistics.hpp"
+#include "posenc/train/study.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"
 

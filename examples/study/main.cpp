@@ -1,0 +1,326 @@
+// study: the positional-encoding study in one command — every run of the design, resumable, then the statistics.
+//   study                      the published design (4 variants × 3 seeds × 2000 steps, + 4000-step runs for seed 1337)
+//   study --variants rope,alibi --seeds 1,2 --steps 300 --extended-steps 0 --out runs/small-study
+// Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <posenc/transformer.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A short fingerprint of the corpus (FNV-1a, 64 bits, and the size): a stored run made on other
+// data is never mistaken for a finished run of this study.
+std::string data_digest(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx:%zu", static_cast<unsigned long long>(h), text.size());
+  return buf;
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof text, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
+  return text;
+}
+
+// The view across the whole study: runs done, each running run's progress, and an ETA.
+class StudyProgress {
+ public:
+  StudyProgress(std::size_t total_runs, std::size_t done, std::int64_t remaining_steps)
+      : total_(total_runs), done_(done), remaining_steps_(remaining_steps),
+        terminal_(::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
+
+  void started(std::size_t worker, const std::string& id) {
+    std::lock_guard lock(mutex_);
+    if (workers_.size() <= worker) workers_.resize(worker + 1);
+    workers_[worker] = {id, 0, 0};
+    line("start " + id);
+  }
+  void step(std::size_t worker, const posenc::StepReport& r) {
+    std::lock_guard lock(mutex_);
+    workers_[worker].step = r.step;
+    workers_[worker].total = r.total;
+    ++steps_done_;
+    if (terminal_) {
+      std::string text = "\r\x1b[K[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs]";
+      for (const Worker& w : workers_)
+        if (!w.id.empty()) text += "  " + w.id + " " + std::to_string(w.step) + "/" + std::to_string(w.total);
+      text += "  ETA " + eta();
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      dirty_ = true;
+    }
+  }
+  void eval(std::size_t worker, const posenc::EvalRecord& r) {
+    std::lock_guard lock(mutex_);
+    char text[160];
+    std::snprintf(text, sizeof text, "%s step %lld: train %.4f val %.4f (estimates), ETA %s",
+                  workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss, eta().c_str());
+    line(text);
+  }
+  void finished(std::size_t worker, const std::string& message) {
+    std::lock_guard lock(mutex_);
+    ++done_;
+    workers_[worker].id.clear();
+    line("[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs] " + message);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Worker {
+    std::string id;
+    std::int64_t step = 0, total = 0;
+  };
+  std::string eta() const {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (steps_done_ == 0) return "?";
+    return format_duration(seconds / static_cast<double>(steps_done_) *
+                           static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
+  }
+  void line(const std::string& text) {
+    if (dirty_) std::fputc('\n', stdout);
+    dirty_ = false;
+    std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
+  }
+  std::mutex mutex_;
+  std::size_t total_, done_;
+  std::int64_t remaining_steps_, steps_done_ = 0;
+  bool terminal_, dirty_ = false;
+  Clock::time_point start_;
+  std::vector<Worker> workers_;
+};
+
+struct StudyPaths {
+  fs::path out;
+  fs::path record(const posenc::RunSpec& r) const { return out / "records" / (r.id() + ".json"); }
+  fs::path run_dir(const posenc::RunSpec& r) const { return out / "runs" / r.id(); }
+};
+
+std::optional<posenc::RunRecord> load_record(const fs::path& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  std::ifstream in(path);
+  try {
+    return posenc::run_record_from_json(nlohmann::json::parse(in));
+  } catch (const nlohmann::json::exception& e) {
+    posenc::fail("run record '", path.string(), "' is not a run record: ", e.what(), " (delete it to run again)");
+  }
+}
+
+// Trains one run (resuming its directory if it was interrupted; an extended run starts from the
+// finished base run of the same variant and seed), evaluates the final model by full passes and
+// writes the run's record.
+void execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec, const nlohmann::json& config,
+                 const posenc::CharDataset& data, const StudyPaths& paths, StudyProgress& progress,
+                 std::size_t worker) {
+  const posenc::RunDirectory run(paths.run_dir(spec));
+  const fs::path marker = run.dir() / "study-run.json";
+  bool resume = false;
+  if (fs::exists(run.optimizer()) && fs::exists(marker)) {
+    std::ifstream in(marker);
+    if (nlohmann::json::parse(in) != config)
+      posenc::fail("run directory '", run.dir().string(), "' was made with another configuration; delete it to run again");
+    resume = true;
+  } else if (spec.steps > design.steps) {
+    // The first `steps` of an extended run are the base run (same seed, constant learning rate).
+    const posenc::RunSpec base{spec.variant, spec.seed, design.steps};
+    const posenc::RunDirectory base_run(paths.run_dir(base));
+    if (fs::exists(paths.record(base)) && fs::exists(base_run.optimizer())) {
+      fs::create_directories(run.dir());
+      for (const auto& entry : fs::directory_iterator(base_run.dir()))
+        if (entry.path().filename() != "study-run.json")
+          fs::copy_file(entry.path(), run.dir() / entry.path().filename(), fs::copy_options::overwrite_existing);
+      resume = true;
+    }
+  }
+  fs::create_directories(run.dir());
+  posenc::write_file_atomically(marker.string(), config.dump(2) + "\n");
+
+  posenc::TrainConfig train = design.train;
+  train.steps = spec.steps;
+  train.seed = spec.seed;
+  posenc::with_model(spec.variant, design.layers, design.dim, design.heads, [&]<class Model>() {
+    Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = train.context, .seed = spec.seed});
+    posenc::TrainingCallbacks callbacks;
+    callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
+    callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
+    const auto curve = posenc::run_training(model, data, train, run, resume, callbacks);
+    posenc::RunRecord record;
+    record.config = config;
+    record.curve = curve;
+    record.final_train_loss = posenc::evaluate_loss(model, data.train(), train.context, train.batch).loss;
+    record.final_val_loss = posenc::evaluate_loss(model, data.val(), train.context, train.batch).loss;
+    record.wall_seconds = curve.back().elapsed_seconds;
+    record.tokens_per_second = curve.back().tokens_per_second;
+    record.checkpoint = run.final_model();
+    fs::create_directories(paths.record(spec).parent_path());
+    posenc::write_file_atomically(paths.record(spec).string(), posenc::to_json(record).dump(2) + "\n");
+  });
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else if (c != ' ') {
+      item.push_back(c);
+    }
+  }
+  return items;
+}
+
+std::vector<std::uint64_t> parse_seeds(const std::string& text, const char* option) {
+  std::vector<std::uint64_t> seeds;
+  for (const std::string& s : split_list(text)) {
+    if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19)
+      posenc::fail(option, ": '", s, "' is not a seed (a whole number ≥ 0)");
+    seeds.push_back(std::stoull(s));
+  }
+  return seeds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
+  posenc::StudyDesign design;
+  std::string variants = "learned,sinusoidal,rope,alibi-single", seeds = "1337,2024,42", extended_seeds = "1337";
+  std::string data = "data/tinyshakespeare/input.txt", out = "runs/study";
+  int jobs = 1, threads = 0;
+  bool summary_only = false;
+  app.add_option("--variants", variants, "Comma-separated positional encodings: " + [] {
+    std::string names;
+    for (const auto& n : posenc::policy_names()) names += (names.empty() ? "" : ", ") + n;
+    return names;
+  }())->capture_default_str();
+  app.add_option("--seeds", seeds, "Comma-separated seeds of the base runs")->capture_default_str();
+  app.add_option("--steps", design.steps, "Steps of the base runs")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
+  app.add_option("--extended-steps", design.extended_steps, "Steps of the extended runs (0: none)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
+  app.add_option("--extended-seeds", extended_seeds, "Seeds of the extended runs")->capture_default_str();
+  app.add_option("--eval-every", design.train.eval_every, "Steps between loss estimates")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
+  app.add_option("--eval-iters", design.train.eval_iters, "Batches per loss estimate")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
+  app.add_option("--batch", design.train.batch, "Windows per batch")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
+  app.add_option("--context", design.train.context, "Tokens per window")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
+  app.add_option("--lr", design.train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--weight-decay", design.train.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--layers", design.layers, "Transformer blocks")->capture_default_str();
+  app.add_option("--dim", design.dim, "Model width")->capture_default_str();
+  app.add_option("--heads", design.heads, "Attention heads")->capture_default_str();
+  app.add_option("--data", data, "Corpus")->capture_default_str();
+  app.add_option("--out", out, "Study directory")->capture_default_str();
+  app.add_option("--jobs", jobs, "Runs at once; the cores are split between them")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--threads", threads, "Cores in all (default: every core, or $POSENC_NUM_THREADS)")->check(CLI::Range(1, 4096));
+  app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return 2;
+  }
+
+  try {
+    design.variants = split_list(variants);
+    design.seeds = parse_seeds(seeds, "--seeds");
+    design.extended_seeds = parse_seeds(extended_seeds, "--extended-seeds");
+    if (design.variants.empty()) posenc::fail("--variants: no variant given");
+    if (design.seeds.empty()) posenc::fail("--seeds: no seed given");
+    for (const std::string& v : design.variants) posenc::with_policy(v, []<class P>() {});  // names check
+    if (design.extended_steps != 0 && design.extended_steps <= design.steps)
+      posenc::fail("--extended-steps ", design.extended_steps, " must exceed --steps ", design.steps, " (or be 0)");
+    design.data = data;
+    const std::string text = posenc::read_text_file(data);
+    const posenc::CharDataset dataset(text);
+    const std::string digest = data_digest(text);
+    const StudyPaths paths{out};
+    fs::create_directories(paths.out / "records");
+
+    const int cores = threads > 0 ? threads : posenc::default_num_threads();
+    posenc::set_num_threads(std::max(1, cores / jobs));
+
+    const std::vector<posenc::RunSpec> plan = posenc::plan_runs(design);
+    std::vector<posenc::RunSpec> pending;
+    std::int64_t pending_steps = 0;
+    for (const posenc::RunSpec& spec : plan) {
+      const nlohmann::json config = posenc::run_config(design, spec, digest);
+      if (const auto record = load_record(paths.record(spec))) {
+        if (record->config != config)
+          posenc::fail("'", paths.record(spec).string(), "' holds a run made with another configuration (",
+                       record->config.dump(), "); use another --out or delete it");
+        continue;
+      }
+      pending.push_back(spec);
+      pending_steps += spec.steps;
+    }
+    std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d job(s) × %d thread(s) -> %s\n",
+                plan.size(), plan.size() - pending.size(), pending.size(), jobs, std::max(1, cores / jobs), out.c_str());
+
+    std::vector<std::string> failures;
+    if (!summary_only && !pending.empty()) {
+      StudyProgress progress(plan.size(), plan.size() - pending.size(), pending_steps);
+      std::atomic<std::size_t> next{0};
+      std::mutex failures_mutex;
+      auto worker = [&](std::size_t id) {
+        for (std::size_t i = next++; i < pending.size(); i = next++) {
+          const posenc::RunSpec& spec = pending[i];
+          progress.started(id, spec.id());
+          try {
+            execute_run(design, spec, posenc::run_config(design, spec, digest), dataset, paths, progress, id);
+            progress.finished(id, "done " + spec.id());
+          } catch (const std::exception& e) {
+            std::lock_guard lock(failures_mutex);
+            failures.push_back(spec.id() + ": " + e.what());
+            progress.finished(id, "FAILED " + spec.id() + ": " + e.what());
+          }
+        }
+      };
+      std::vector<std::thread> workers;
+      for (int j = 1; j < jobs; ++j) workers.emplace_back(worker, static_cast<std::size_t>(j));
+      worker(0);
+      for (auto& w : workers) w.join();
+    }
+
+    std::vector<posenc::RunRecord> records;
+    for (const posenc::RunSpec& spec : plan)
+      if (auto r = load_record(paths.record(spec))) records.push_back(std::move(*r));
+    const posenc::StudySummary summary = posenc::summarize_study(design, records);
+    posenc::write_file_atomically((paths.out / "summary.json").string(), posenc::summary_json(summary).dump(2) + "\n");
+    posenc::write_file_atomically((paths.out / "summary.csv").string(), posenc::summary_csv(summary));
+    posenc::write_file_atomically((paths.out / "summary.md").string(), posenc::summary_markdown(summary));
+    std::printf("\n%s\nsummary: %s/summary.{md,json,csv}; plots: python3 tools/plot_study.py %s\n",
+                posenc::summary_markdown(summary).c_str(), out.c_str(), out.c_str());
+    if (!failures.empty()) {
+      std::fprintf(stderr, "study: %zu run(s) failed:\n", failures.size());
+      for (const std::string& f : failures) std::fprintf(stderr, "  %s\n", f.c_str());
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "study: %s\n", e.what());
+    return 2;
+  }
+}

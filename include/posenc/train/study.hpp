@@ -1,0 +1,462 @@
+// The study: its design, the runs it plans, what each run records, and the summary statistics over them.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/train/statistics.hpp"
+#include "posenc/train/trainer.hpp"
+#include "posenc/train/training_run.hpp"
+
+namespace posenc {
+
+// The published study's design; every field can be changed from the study's command line.
+struct StudyDesign {
+  std::vector<std::string> variants = {"learned", "sinusoidal", "rope", "alibi-single"};
+  std::vector<std::uint64_t> seeds = {1337, 2024, 42};
+  std::int64_t steps = 2000;
+  std::int64_t extended_steps = 4000;  // 0: no extended runs
+  std::vector<std::uint64_t> extended_seeds = {1337};
+  std::size_t layers = 3, dim = 192, heads = 4;
+  TrainConfig train;  // batch, context, lr, weight decay, eval interval and iterations; steps and
+                      // seed are set per run
+  std::string data;
+};
+
+struct RunSpec {
+  std::string variant;
+  std::uint64_t seed = 0;
+  std::int64_t steps = 0;
+  std::string id() const {
+    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps);
+  }
+};
+
+// The base runs (every variant × seed), then the extended runs (every variant × extended seed).
+inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
+  std::vector<RunSpec> runs;
+  for (std::uint64_t seed : d.seeds)
+    for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps});
+  if (d.extended_steps > 0)
+    for (std::uint64_t seed : d.extended_seeds)
+      for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps});
+  return runs;
+}
+
+// Everything that determines a run's numbers; a stored run is reused only when this matches.
+inline nlohmann::json run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
+  return {{"posenc", run.variant},         {"seed", run.seed},
+          {"steps", run.steps},            {"layers", d.layers},
+          {"dim", d.dim},                  {"heads", d.heads},
+          {"batch", d.train.batch},        {"context", d.train.context},
+          {"lr", d.train.lr},              {"weight_decay", d.train.weight_decay},
+          {"eval_every", d.train.eval_every}, {"eval_iters", d.train.eval_iters},
+          {"data", data_digest}};
+}
+
+// What one finished run leaves in its JSON file.
+struct RunRecord {
+  nlohmann::json config;
+  std::vector<EvalRecord> curve;  // the estimates at every evaluation
+  double final_train_loss = 0;    // deterministic full pass over the training split
+  double final_val_loss = 0;      // … and over the validation split
+  double wall_seconds = 0;
+  double tokens_per_second = 0;
+  std::string checkpoint;
+
+  double generalization_gap() const { return final_val_loss - final_train_loss; }
+  std::string variant() const { return config.at("posenc").get<std::string>(); }
+  std::uint64_t seed() const { return config.at("seed").get<std::uint64_t>(); }
+  std::int64_t steps() const { return config.at("steps").get<std::int64_t>(); }
+};
+
+inline nlohmann::json to_json(const RunRecord& r) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (const EvalRecord& e : r.curve) curve.push_back(to_json(e));
+  return {{"config", r.config},
+          {"curve", curve},
+          {"final_train_loss", r.final_train_loss},
+          {"final_val_loss", r.final_val_loss},
+          {"generalization_gap", r.generalization_gap()},
+          {"wall_seconds", r.wall_seconds},
+          {"tokens_per_second", r.tokens_per_second},
+          {"checkpoint", r.checkpoint}};
+}
+
+inline RunRecord run_record_from_json(const nlohmann::json& j) {
+  RunRecord r;
+  r.config = j.at("config");
+  for (const auto& e : j.at("curve")) r.curve.push_back(eval_record_from_json(e));
+  r.final_train_loss = j.at("final_train_loss").get<double>();
+  r.final_val_loss = j.at("final_val_loss").get<double>();
+  r.wall_seconds = j.at("wall_seconds").get<double>();
+  r.tokens_per_second = j.at("tokens_per_second").get<double>();
+  r.checkpoint = j.at("checkpoint").get<std::string>();
+  return r;
+}
+
+// The published validation cross-entropy (mean ± sample std over seeds 1337, 2024, 42).
+struct PublishedResult {
+  double mean, sd;
+};
+inline const std::map<std::string, PublishedResult>& published_results() {
+  static const std::map<std::string, PublishedResult> results = {{"rope", {1.5894, 0.0051}},
+                                                                 {"alibi-single", {1.6008, 0.0047}},
+                                                                 {"sinusoidal", {1.6386, 0.0009}},
+                                                                 {"learned", {1.6636, 0.0211}}};
+  return results;
+}
+
+struct VariantSummary {
+  std::string variant;
+  std::vector<std::uint64_t> seeds;  // the seeds with a finished base run, in design order
+  std::vector<double> val, train, gap, tokens_per_second;  // by seed, in the same order
+  double mean_val = 0, mean_train = 0, mean_gap = 0, mean_tokens_per_second = 0;
+  std::optional<double> sd_val;
+  std::optional<stats::Interval> ci95_val;
+};
+
+struct PairComparison {
+  std::string a, b;
+  double mean_difference = 0;  // mean val loss of a − b
+  std::optional<stats::TTest> welch, paired;
+  std::optional<double> welch_p_holm, paired_p_holm;  // Holm-adjusted over all pairs
+  std::string note;
+};
+
+struct ExtendedComparison {
+  std::uint64_t seed = 0;
+  std::map<std::string, double> val_at_steps, val_at_extended;  // by variant, full-pass val loss
+  std::vector<std::string> ranking_at_steps, ranking_at_extended;
+  bool complete = false;
+  bool ranking_changed = false;
+};
+
+struct StudySummary {
+  StudyDesign design;
+  std::vector<VariantSummary> variants;
+  std::map<std::uint64_t, std::vector<std::string>> ranking_by_seed;  // best first
+  bool ranking_consistent = false;
+  std::vector<PairComparison> pairs;
+  std::vector<ExtendedComparison> extended;
+  std::vector<std::string> missing_runs;
+};
+
+namespace detail {
+inline std::vector<std::string> rank_variants(const std::map<std::string, double>& val) {
+  std::vector<std::string> order;
+  for (const auto& [v, _] : val) order.push_back(v);
+  std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) { return val.at(x) < val.at(y); });
+  return order;
+}
+
+// Holm's step-down adjustment of a family of p-values (missing values stay missing).
+inline std::vector<std::optional<double>> holm(const std::vector<std::optional<double>>& p) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i]) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return *p[x] < *p[y]; });
+  std::vector<std::optional<double>> adjusted(p.size());
+  double running = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    running = std::max(running, std::min(1.0, static_cast<double>(order.size() - k) * *p[order[k]]));
+    adjusted[order[k]] = running;
+  }
+  return adjusted;
+}
+}  // namespace detail
+
+// The statistics over a study's finished runs; runs of the design without a record are listed as
+// missing and left out of the numbers.
+inline StudySummary summarize_study(const StudyDesign& design, const std::vector<RunRecord>& records) {
+  StudySummary s;
+  s.design = design;
+  auto find = [&](const RunSpec& spec) -> const RunRecord* {
+    for (const RunRecord& r : records)
+      if (r.variant() == spec.variant && r.seed() == spec.seed && r.steps() == spec.steps) return &r;
+    return nullptr;
+  };
+  for (const RunSpec& spec : plan_runs(design))
+    if (find(spec) == nullptr) s.missing_runs.push_back(spec.id());
+
+  for (const std::string& v : design.variants) {
+    VariantSummary vs;
+    vs.variant = v;
+    for (std::uint64_t seed : design.seeds)
+      if (const RunRecord* r = find({v, seed, design.steps})) {
+        vs.seeds.push_back(seed);
+        vs.val.push_back(r->final_val_loss);
+        vs.train.push_back(r->final_train_loss);
+        vs.gap.push_back(r->generalization_gap());
+        vs.tokens_per_second.push_back(r->tokens_per_second);
+      }
+    if (!vs.val.empty()) {
+      vs.mean_val = stats::mean(vs.val);
+      vs.mean_train = stats::mean(vs.train);
+      vs.mean_gap = stats::mean(vs.gap);
+      vs.mean_tokens_per_second = stats::mean(vs.tokens_per_second);
+      vs.sd_val = stats::sample_sd(vs.val);
+      vs.ci95_val = stats::confidence_interval(vs.val);
+    }
+    s.variants.push_back(vs);
+  }
+
+  // Rankings per seed, over the variants that finished that seed.
+  for (std::uint64_t seed : design.seeds) {
+    std::map<std::string, double> val;
+    for (const std::string& v : design.variants)
+      if (const RunRecord* r = find({v, seed, design.steps})) val[v] = r->final_val_loss;
+    if (!val.empty()) s.ranking_by_seed[seed] = detail::rank_variants(val);
+  }
+  s.ranking_consistent = !s.ranking_by_seed.empty();
+  for (const auto& [seed, ranking] : s.ranking_by_seed)
+    if (ranking != s.ranking_by_seed.begin()->second || ranking.size() != design.variants.size())
+      s.ranking_consistent = false;
+
+  // Every pair of variants: Welch's test over all seeds, the paired test over the shared seeds.
+  for (std::size_t i = 0; i < s.variants.size(); ++i)
+    for (std::size_t j = i + 1; j < s.variants.size(); ++j) {
+      const VariantSummary &a = s.variants[i], &b = s.variants[j];
+      PairComparison c;
+      c.a = a.variant;
+      c.b = b.variant;
+      if (a.val.empty() || b.val.empty()) {
+        c.note = "no finished runs for one of the two";
+        s.pairs.push_back(c);
+        continue;
+      }
+      c.mean_difference = a.mean_val - b.mean_val;
+      c.welch = stats::welch_t_test(a.val, b.val);
+      std::vector<double> pa, pb;
+      for (std::size_t x = 0; x < a.seeds.size(); ++x)
+        for (std::size_t y = 0; y < b.seeds.size(); ++y)
+          if (a.seeds[x] == b.seeds[y]) {
+            pa.push_back(a.val[x]);
+            pb.push_back(b.val[y]);
+          }
+      c.paired = stats::paired_t_test(pa, pb);
+      const std::size_t n = std::min(a.val.size(), b.val.size());
+      if (n < 2)
+        c.note = "fewer than two seeds per variant: no test is possible";
+      else if (n < 5)
+        c.note = "n = " + std::to_string(n) + " seeds per variant: the tests have little power, so p ≥ 0.05 does not show the variants are equal";
+      s.pairs.push_back(c);
+    }
+  std::vector<std::optional<double>> welch_p, paired_p;
+  for (const PairComparison& c : s.pairs) {
+    welch_p.push_back(c.welch ? std::optional<double>(c.welch->p) : std::nullopt);
+    paired_p.push_back(c.paired ? std::optional<double>(c.paired->p) : std::nullopt);
+  }
+  const auto welch_holm = detail::holm(welch_p), paired_holm = detail::holm(paired_p);
+  for (std::size_t k = 0; k < s.pairs.size(); ++k) {
+    s.pairs[k].welch_p_holm = welch_holm[k];
+    s.pairs[k].paired_p_holm = paired_holm[k];
+  }
+
+  // The extended runs against the same seeds' base runs: the first `steps` of an extended run
+  // are the base run (same seed, constant learning rate), so the base run's final model is the
+  // extended run at `steps`.
+  if (design.extended_steps > 0)
+    for (std::uint64_t seed : design.extended_seeds) {
+      ExtendedComparison e;
+      e.seed = seed;
+      e.complete = true;
+      for (const std::string& v : design.variants) {
+        const RunRecord* base = find({v, seed, design.steps});
+        const RunRecord* ext = find({v, seed, design.extended_steps});
+        if (base && ext) {
+          e.val_at_steps[v] = base->final_val_loss;
+          e.val_at_extended[v] = ext->final_val_loss;
+        } else {
+          e.complete = false;
+        }
+      }
+      e.ranking_at_steps = detail::rank_variants(e.val_at_steps);
+      e.ranking_at_extended = detail::rank_variants(e.val_at_extended);
+      e.ranking_changed = e.ranking_at_steps != e.ranking_at_extended;
+      s.extended.push_back(e);
+    }
+  return s;
+}
+
+namespace detail {
+inline std::string fixed(double x, int digits = 4) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << x;
+  return out.str();
+}
+inline std::string p_text(const std::optional<double>& p) {
+  if (!p) return "—";
+  std::ostringstream out;
+  if (*p < 1e-4) {
+    out.precision(1);
+    out << std::scientific << *p;
+  } else {
+    out.setf(std::ios::fixed);
+    out.precision(4);
+    out << *p;
+  }
+  return out.str();
+}
+inline nlohmann::json optional_json(const std::optional<double>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+}
+inline std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : sep) + item;
+  return out;
+}
+}  // namespace detail
+
+inline nlohmann::json summary_json(const StudySummary& s) {
+  nlohmann::json variants = nlohmann::json::array();
+  for (const VariantSummary& v : s.variants) {
+    nlohmann::json j = {{"variant", v.variant}, {"n", v.val.size()}, {"seeds", v.seeds},
+                        {"val_loss", v.val},    {"train_loss", v.train}, {"gap", v.gap},
+                        {"mean_val_loss", v.mean_val}, {"sd_val_loss", detail::optional_json(v.sd_val)},
+                        {"mean_train_loss", v.mean_train}, {"mean_gap", v.mean_gap},
+                        {"mean_tokens_per_second", v.mean_tokens_per_second}};
+    j["ci95_val_loss"] = v.ci95_val ? nlohmann::json{v.ci95_val->low, v.ci95_val->high} : nlohmann::json(nullptr);
+    if (const auto it = published_results().find(v.variant); it != published_results().end())
+      j["published"] = {{"mean_val_loss", it->second.mean}, {"sd_val_loss", it->second.sd},
+                        {"difference", v.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.mean_val - it->second.mean)}};
+    variants.push_back(j);
+  }
+  nlohmann::json rankings = nlohmann::json::object();
+  for (const auto& [seed, ranking] : s.ranking_by_seed) rankings[std::to_string(seed)] = ranking;
+  nlohmann::json pairs = nlohmann::json::array();
+  auto test_json = [](const std::optional<stats::TTest>& t, const std::optional<double>& holm) {
+    if (!t) return nlohmann::json(nullptr);
+    return nlohmann::json{{"t", t->t}, {"df", t->df}, {"p", t->p}, {"p_holm", detail::optional_json(holm)}};
+  };
+  for (const PairComparison& c : s.pairs)
+    pairs.push_back({{"a", c.a}, {"b", c.b}, {"mean_difference", c.mean_difference},
+                     {"welch", test_json(c.welch, c.welch_p_holm)},
+                     {"paired", test_json(c.paired, c.paired_p_holm)}, {"note", c.note}});
+  nlohmann::json extended = nlohmann::json::array();
+  for (const ExtendedComparison& e : s.extended)
+    extended.push_back({{"seed", e.seed}, {"steps", s.design.steps}, {"extended_steps", s.design.extended_steps},
+                        {"val_at_steps", e.val_at_steps}, {"val_at_extended_steps", e.val_at_extended},
+                        {"ranking_at_steps", e.ranking_at_steps}, {"ranking_at_extended_steps", e.ranking_at_extended},
+                        {"complete", e.complete}, {"ranking_changed", e.ranking_changed}});
+  return {{"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
+                      {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
+                      {"layers", s.design.layers}, {"dim", s.design.dim}, {"heads", s.design.heads},
+                      {"batch", s.design.train.batch}, {"context", s.design.train.context},
+                      {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay}}},
+          {"variants", variants}, {"ranking_by_seed", rankings},
+          {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
+          {"extended", extended}, {"missing_runs", s.missing_runs}};
+}
+
+// One row per variant: the numbers of the per-variant table.
+inline std::string summary_csv(const StudySummary& s) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "variant,n,mean_val_loss,sd_val_loss,ci95_low,ci95_high,mean_train_loss,mean_gap,mean_tokens_per_second,"
+         "published_mean_val_loss,published_sd_val_loss\n";
+  for (const VariantSummary& v : s.variants) {
+    out << v.variant << ',' << v.val.size() << ',';
+    if (v.val.empty()) {
+      out << ",,,,,,,";
+    } else {
+      out << v.mean_val << ',';
+      if (v.sd_val) out << *v.sd_val;
+      out << ',';
+      if (v.ci95_val) out << v.ci95_val->low << ',' << v.ci95_val->high;
+      else out << ',';
+      out << ',' << v.mean_train << ',' << v.mean_gap << ',' << v.mean_tokens_per_second << ',';
+    }
+    if (const auto it = published_results().find(v.variant); it != published_results().end())
+      out << it->second.mean << ',' << it->second.sd;
+    else
+      out << ',';
+    out << '\n';
+  }
+  return out.str();
+}
+
+inline std::string summary_markdown(const StudySummary& s) {
+  using detail::fixed;
+  std::ostringstream md;
+  const StudyDesign& d = s.design;
+  md << "# Study summary\n\n"
+     << d.layers << " layers, dim " << d.dim << ", " << d.heads << " heads, context " << d.train.context
+     << ", batch " << d.train.batch << ", AdamW lr " << d.train.lr << ", weight decay " << d.train.weight_decay
+     << "; " << d.steps << " steps; seeds " ;
+  for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
+  md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
+  if (!s.missing_runs.empty())
+    md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
+
+  md << "## Validation loss by variant\n\n"
+     << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | reproduced − published |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const VariantSummary& v : s.variants) {
+    md << "| " << v.variant << " | " << v.val.size() << " | ";
+    if (v.val.empty()) {
+      md << "— | — | — | — | — | ";
+    } else {
+      md << fixed(v.mean_val) << (v.sd_val ? " ± " + fixed(*v.sd_val) : "") << " | "
+         << (v.ci95_val ? "[" + fixed(v.ci95_val->low) + ", " + fixed(v.ci95_val->high) + "]" : "—") << " | "
+         << fixed(v.mean_train) << " | " << fixed(v.mean_gap) << " | " << fixed(v.mean_tokens_per_second, 0) << " | ";
+    }
+    if (const auto it = published_results().find(v.variant); it != published_results().end())
+      md << fixed(it->second.mean) << " ± " << fixed(it->second.sd) << " | "
+         << (v.val.empty() ? "—" : (v.mean_val - it->second.mean >= 0 ? "+" : "") + fixed(v.mean_val - it->second.mean)) << " |\n";
+    else
+      md << "— | — |\n";
+  }
+
+  md << "\n## Ranking by seed (best first)\n\n| seed | ranking |\n|---|---|\n";
+  for (const auto& [seed, ranking] : s.ranking_by_seed) md << "| " << seed << " | " << detail::join(ranking, " < ") << " |\n";
+  md << "\nThe ranking is " << (s.ranking_consistent ? "the same in every seed" : "**not** the same in every seed")
+     << ". The published ranking: rope < alibi-single < sinusoidal < learned.\n";
+
+  md << "\n## Pairwise comparisons of the validation loss\n\n"
+     << "Welch's t-test over all seeds and the paired t-test over the seeds both variants share; two-sided "
+        "p-values from the exact t distribution, and Holm-adjusted over the "
+     << s.pairs.size() << " pairs.\n\n"
+     << "| a | b | mean(a) − mean(b) | Welch t (df) | p | p (Holm) | paired t (df) | p | p (Holm) | note |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const PairComparison& c : s.pairs) {
+    auto test = [](const std::optional<stats::TTest>& t) {
+      return t ? fixed(t->t, 2) + " (" + fixed(t->df, 1) + ")" : std::string("—");
+    };
+    md << "| " << c.a << " | " << c.b << " | " << (c.mean_difference >= 0 ? "+" : "") << fixed(c.mean_difference) << " | "
+       << test(c.welch) << " | " << detail::p_text(c.welch ? std::optional<double>(c.welch->p) : std::nullopt) << " | "
+       << detail::p_text(c.welch_p_holm) << " | " << test(c.paired) << " | "
+       << detail::p_text(c.paired ? std::optional<double>(c.paired->p) : std::nullopt) << " | "
+       << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
+  }
+
+  if (!s.extended.empty()) {
+    md << "\n## Extended runs: " << d.steps << " and " << d.extended_steps << " steps\n\n";
+    for (const ExtendedComparison& e : s.extended) {
+      md << "Seed " << e.seed << (e.complete ? "" : " (incomplete)") << ":\n\n| variant | val at " << d.steps
+         << " | val at " << d.extended_steps << " | change |\n|---|---|---|---|\n";
+      for (const auto& [v, at_steps] : e.val_at_steps) {
+        const double at_ext = e.val_at_extended.at(v);
+        md << "| " << v << " | " << fixed(at_steps) << " | " << fixed(at_ext) << " | "
+           << (at_ext - at_steps >= 0 ? "+" : "") << fixed(at_ext - at_steps) << " |\n";
+      }
+      md << "\nRanking at " << d.steps << ": " << detail::join(e.ranking_at_steps, " < ") << "; at "
+         << d.extended_steps << ": " << detail::join(e.ranking_at_extended, " < ") << " — "
+         << (e.ranking_changed ? "**the ranking changed**" : "the ranking did not change") << ".\n\n";
+    }
+  }
+  return md.str();
+}
+
+}  // namespace posenc

@@ -1,0 +1,121 @@
+// Tests of train/study.hpp: the run plan, run records, and the summary's rankings, tests and tables.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <posenc/train/study.hpp>
+
+using namespace posenc;
+
+namespace {
+
+RunRecord record(const std::string& variant, std::uint64_t seed, std::int64_t steps, double val, double train) {
+  StudyDesign d;
+  RunRecord r;
+  r.config = run_config(d, RunSpec{variant, seed, steps}, "test-data");
+  r.curve = {EvalRecord{0, 4.17, 4.17, 0.0, 0.0}, EvalRecord{steps, train + 0.01, val + 0.01, 10.0, 5000.0}};
+  r.final_val_loss = val;
+  r.final_train_loss = train;
+  r.wall_seconds = 10;
+  r.tokens_per_second = 5000;
+  r.checkpoint = "runs/" + variant + "/model.safetensors";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the published design plans 12 base runs and 4 extended runs") {
+  const std::vector<RunSpec> plan = plan_runs(StudyDesign{});
+  REQUIRE(plan.size() == 16);
+  CHECK(plan.front().id() == "learned-seed1337-steps2000");
+  CHECK(plan[11].id() == "alibi-single-seed42-steps2000");
+  CHECK(plan.back().id() == "alibi-single-seed1337-steps4000");
+  std::int64_t steps = 0;
+  for (const RunSpec& r : plan) steps += r.steps;
+  CHECK(steps == 40'000);  // the "40,000 training steps"
+}
+
+TEST_CASE("a run record survives its JSON") {
+  const RunRecord r = record("rope", 2024, 2000, 1.59, 1.45);
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(r).dump()));
+  CHECK(back.config == r.config);
+  CHECK(back.final_val_loss == r.final_val_loss);
+  CHECK(back.generalization_gap() == Approx(0.14));
+  CHECK(back.curve.size() == 2);
+  CHECK(back.curve[1].tokens_per_second == 5000.0);
+}
+
+TEST_CASE("the summary: statistics per variant, rankings, pairwise tests and the extended runs") {
+  StudyDesign d;
+  d.variants = {"rope", "learned"};
+  d.seeds = {1, 2, 3};
+  d.extended_seeds = {1};
+  std::vector<RunRecord> records = {
+      record("rope", 1, 2000, 1.50, 1.40),    record("learned", 1, 2000, 1.60, 1.55),
+      record("rope", 2, 2000, 1.52, 1.41),    record("learned", 2, 2000, 1.61, 1.57),
+      record("rope", 3, 2000, 1.55, 1.43),    record("learned", 3, 2000, 1.54, 1.50),
+      record("rope", 1, 4000, 1.48, 1.30),    record("learned", 1, 4000, 1.45, 1.40)};
+  const StudySummary s = summarize_study(d, records);
+  CHECK(s.missing_runs.empty());
+  REQUIRE(s.variants.size() == 2);
+  const VariantSummary& rope = s.variants[0];
+  CHECK(rope.mean_val == Approx((1.50 + 1.52 + 1.55) / 3));
+  CHECK(*rope.sd_val == Approx(*stats::sample_sd({1.50, 1.52, 1.55})));
+  CHECK(rope.mean_gap == Approx((0.10 + 0.11 + 0.12) / 3));
+  CHECK(rope.ci95_val->low < rope.mean_val);
+  // Seeds 1 and 2 rank rope first, seed 3 ranks learned first.
+  CHECK(s.ranking_by_seed.at(1) == std::vector<std::string>{"rope", "learned"});
+  CHECK(s.ranking_by_seed.at(3) == std::vector<std::string>{"learned", "rope"});
+  CHECK_FALSE(s.ranking_consistent);
+  // One pair: the differences by seed are −0.10, −0.09, +0.01.
+  REQUIRE(s.pairs.size() == 1);
+  const PairComparison& c = s.pairs[0];
+  CHECK(c.mean_difference == Approx(rope.mean_val - s.variants[1].mean_val));
+  CHECK(c.paired->t == Approx(stats::paired_t_test({1.50, 1.52, 1.55}, {1.60, 1.61, 1.54})->t));
+  CHECK(c.welch->p == Approx(stats::welch_t_test({1.50, 1.52, 1.55}, {1.60, 1.61, 1.54})->p));
+  CHECK(*c.paired_p_holm == Approx(c.paired->p));  // a family of one: Holm changes nothing
+  CHECK(c.note.find("n = 3") != std::string::npos);
+  // Extended: rope led at 2000 steps (seed 1), learned leads at 4000.
+  REQUIRE(s.extended.size() == 1);
+  CHECK(s.extended[0].complete);
+  CHECK(s.extended[0].ranking_at_steps == std::vector<std::string>{"rope", "learned"});
+  CHECK(s.extended[0].ranking_at_extended == std::vector<std::string>{"learned", "rope"});
+  CHECK(s.extended[0].ranking_changed);
+
+  const std::string md = summary_markdown(s);
+  CHECK(md.find("| rope | 3 | 1.5233 ± 0.0252") != std::string::npos);
+  CHECK(md.find("1.5894 ± 0.0051") != std::string::npos);  // the published RoPE result beside it
+  CHECK(md.find("**not** the same in every seed") != std::string::npos);
+  CHECK(md.find("**the ranking changed**") != std::string::npos);
+  const std::string csv = summary_csv(s);
+  CHECK(csv.find("variant,n,mean_val_loss") == 0);
+  CHECK(csv.find("\nrope,3,") != std::string::npos);
+  const nlohmann::json j = summary_json(s);
+  CHECK(j["variants"][0]["published"]["mean_val_loss"] == 1.5894);
+  CHECK(j["ranking_consistent"] == false);
+}
+
+TEST_CASE("missing runs are named and left out of the numbers") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  const StudySummary s = summarize_study(d, {record("rope", 1, 2000, 1.5, 1.4), record("rope", 2, 2000, 1.6, 1.5),
+                                             record("alibi", 1, 2000, 1.55, 1.45)});
+  CHECK(s.missing_runs == std::vector<std::string>{"alibi-seed2-steps2000"});
+  CHECK(s.variants[1].val.size() == 1);
+  CHECK_FALSE(s.variants[1].sd_val.has_value());
+  CHECK_FALSE(s.pairs[0].welch.has_value());
+  CHECK(s.pairs[0].note.find("fewer than two seeds") != std::string::npos);
+  CHECK(summary_markdown(s).find("**Missing runs**") != std::string::npos);
+}
+
+TEST_CASE("Holm's adjustment by hand") {
+  // p = (0.01, 0.04, 0.03) over 3 tests: sorted 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 → max(0.06, 0.04) = 0.06.
+  const auto adjusted = detail::holm({0.01, 0.04, 0.03, std::nullopt});
+  CHECK(*adjusted[0] == Approx(0.03));
+  CHECK(*adjusted[2] == Approx(0.06));
+  CHECK(*adjusted[1] == Approx(0.06));
+  CHECK_FALSE(adjusted[3].has_value());
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Plots a posenc study from its JSON files alone (Debian's python3-matplotlib).
+
+    python3 tools/plot_study.py STUDY_DIR
+
+reads STUDY_DIR/summary.json and STUDY_DIR/records/*.json and writes, as PNG and SVG, into
+STUDY_DIR/plots/:
+  val_curves      estimated validation loss against step per variant: mean over seeds, band ±1 sd
+  final_val_loss  full-pass validation loss per variant: mean with 95% confidence interval, each
+                  seed as a dot, and the published mean ± sd beside it where there is one
+  generalization_gap  val − train per variant: mean and each seed
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(study):
+    with open(os.path.join(study, "summary.json")) as f:
+        summary = json.load(f)
+    records = []
+    for path in sorted(glob.glob(os.path.join(study, "records", "*.json"))):
+        with open(path) as f:
+            records.append(json.load(f))
+    return summary, records
+
+
+def save(fig, study, name):
+    out = os.path.join(study, "plots")
+    os.makedirs(out, exist_ok=True)
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out, f"{name}.{ext}"), dpi=130, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_curves(summary, records, study):
+    steps = summary["design"]["steps"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for v in summary["design"]["variants"]:
+        runs = [r for r in records if r["config"]["posenc"] == v and r["config"]["steps"] == steps]
+        if not runs:
+            continue
+        points = sorted({e["step"] for r in runs for e in r["curve"]})
+        mean, low, high, xs = [], [], [], []
+        for s in points:
+            vals = [e["val_loss"] for r in runs for e in r["curve"] if e["step"] == s]
+            m = statistics.fmean(vals)
+            sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+            xs.append(s), mean.append(m), low.append(m - sd), high.append(m + sd)
+        line = ax.plot(xs, mean, label=f"{v} (n={len(runs)})")[0]
+        ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel("step")
+    ax.set_ylabel("validation loss (estimate, nats)")
+    ax.set_title("Validation loss during training: mean over seeds, band ±1 sd")
+    tail = [e["val_loss"] for r in records for e in r["curve"] if e["step"] >= steps // 4]
+    if tail:
+        ax.set_ylim(min(tail) - 0.05, max(tail) + 0.3)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, study, "val_curves")
+
+
+def plot_final(summary, study):
+    variants = [v for v in summary["variants"] if v["n"] > 0]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = range(len(variants))
+    for i, v in enumerate(variants):
+        ci = v["ci95_val_loss"]
+        err = [[v["mean_val_loss"] - ci[0]], [ci[1] - v["mean_val_loss"]]] if ci else None
+        ax.bar(i - 0.18, v["mean_val_loss"], width=0.36, color="C0", yerr=err, capsize=4,
+               label="posenc: mean, 95% CI" if i == 0 else None)
+        ax.scatter([i - 0.18] * len(v["val_loss"]), v["val_loss"], color="black", s=12, zorder=3,
+                   label="posenc: each seed" if i == 0 else None)
+        if "published" in v:
+            p = v["published"]
+            ax.bar(i + 0.18, p["mean_val_loss"], width=0.36, color="C1", yerr=p["sd_val_loss"], capsize=4,
+                   label="published: mean ± sd" if i == 0 else None)
+    ax.set_xticks(list(xs), [v["variant"] for v in variants])
+    lows = [min(v["val_loss"]) for v in variants] + [v["published"]["mean_val_loss"] for v in variants if "published" in v]
+    highs = [max(v["val_loss"]) for v in variants] + [v["published"]["mean_val_loss"] for v in variants if "published" in v]
+    ax.set_ylim(min(lows) - 0.05, max(highs) + 0.05)
+    ax.set_ylabel("final validation loss (full pass, nats)")
+    ax.set_title(f"Final validation loss after {summary['design']['steps']} steps")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend()
+    save(fig, study, "final_val_loss")
+
+
+def plot_gap(summary, study):
+    variants = [v for v in summary["variants"] if v["n"] > 0]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, v in enumerate(variants):
+        ax.bar(i, v["mean_gap"], width=0.5, color="C2")
+        ax.scatter([i] * len(v["gap"]), v["gap"], color="black", s=12, zorder=3)
+    ax.set_xticks(range(len(variants)), [v["variant"] for v in variants])
+    ax.set_ylabel("val loss − train loss (nats)")
+    ax.set_title("Generalization gap: mean over seeds, each seed as a dot")
+    ax.grid(axis="y", alpha=0.3)
+    save(fig, study, "generalization_gap")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    study = sys.argv[1]
+    summary, records = load(study)
+    plot_curves(summary, records, study)
+    plot_final(summary, study)
+    plot_gap(summary, study)
+    print(f"plots: {os.path.join(study, 'plots')}/{{val_curves,final_val_loss,generalization_gap}}.{{png,svg}}")
+
+
+if __name__ == "__main__":
+    main()
