@@ -67,8 +67,15 @@ def plot_curves(summary, records, study):
     save(fig, study, "val_curves")
 
 
+def is_published_design(design):
+    """The published numbers are shown only beside a run of the published design."""
+    published = {"layers": 3, "dim": 192, "heads": 4, "steps": 2000, "context": 128, "batch": 32}
+    return all(design.get(k) == v for k, v in published.items())
+
+
 def plot_final(summary, study):
     variants = [v for v in summary["variants"] if v["n"] > 0]
+    show_published = is_published_design(summary["design"])
     fig, ax = plt.subplots(figsize=(7, 4.5))
     xs = range(len(variants))
     for i, v in enumerate(variants):
@@ -78,13 +85,14 @@ def plot_final(summary, study):
                label="posenc: mean, 95% CI" if i == 0 else None)
         ax.scatter([i - 0.18] * len(v["val_loss"]), v["val_loss"], color="black", s=12, zorder=3,
                    label="posenc: each seed" if i == 0 else None)
-        if "published" in v:
+        if show_published and "published" in v:
             p = v["published"]
             ax.bar(i + 0.18, p["mean_val_loss"], width=0.36, color="C1", yerr=p["sd_val_loss"], capsize=4,
                    label="published: mean ± sd" if i == 0 else None)
     ax.set_xticks(list(xs), [v["variant"] for v in variants])
-    lows = [min(v["val_loss"]) for v in variants] + [v["published"]["mean_val_loss"] for v in variants if "published" in v]
-    highs = [max(v["val_loss"]) for v in variants] + [v["published"]["mean_val_loss"] for v in variants if "published" in v]
+    published = [v["published"]["mean_val_loss"] for v in variants if show_published and "published" in v]
+    lows = [min(v["val_loss"]) for v in variants] + published
+    highs = [max(v["val_loss"]) for v in variants] + published
     ax.set_ylim(min(lows) - 0.05, max(highs) + 0.05)
     ax.set_ylabel("final validation loss (full pass, nats)")
     ax.set_title(f"Final validation loss after {summary['design']['steps']} steps")

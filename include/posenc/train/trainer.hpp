@@ -63,6 +63,8 @@ class Trainer {
     previous_elapsed_ = elapsed_seconds;
     previous_train_ = train_seconds;
   }
+  // The step of the evaluation a restored state was saved at, so run() does not repeat it.
+  void set_last_evaluated_step(std::int64_t step) { last_evaluated_ = step; }
   double elapsed_seconds() const { return previous_elapsed_ + since(start_); }
   double train_seconds() const { return previous_train_ + train_seconds_; }
   double tokens_per_second() const {
@@ -87,12 +89,12 @@ class Trainer {
   }
 
   // Trains from step() up to config().steps. on_step(StepReport) follows every step;
-  // on_eval(EvalRecord) follows an evaluation at step 0 of a fresh run, every eval_every steps,
-  // and at the last step.
+  // on_eval(EvalRecord) follows an evaluation at step 0 (unless a restored state was saved
+  // there), every eval_every steps, and at the last step.
   template <class OnStep, class OnEval>
   void run(OnStep&& on_step, OnEval&& on_eval) {
     start_ = Clock::now();
-    if (step() == 0) on_eval(evaluate());
+    if (step() == 0 && last_evaluated_ != 0) on_eval(evaluate());
     Tokens x, y;
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
@@ -129,6 +131,7 @@ class Trainer {
   BatchSampler sampler_;
   Clock::time_point start_ = Clock::now();
   double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
+  std::int64_t last_evaluated_ = -1;
 };
 
 }  // namespace posenc

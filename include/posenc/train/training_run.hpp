@@ -93,6 +93,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
     const SafetensorsFile state = read_safetensors(run.optimizer());
     const auto meta = load_optimizer_state(state, trainer.optimizer());
     const std::int64_t step = trainer.step();
+    trainer.set_last_evaluated_step(step);  // states are saved at evaluations
     load_parameters(model, read_safetensors(run.checkpoint(step)));
     trainer.sampler().rng().set_state(detail::metadata_field(state, "sampler_state"));
     trainer.set_previous_time(std::stod(detail::metadata_field(state, "elapsed_seconds")),
