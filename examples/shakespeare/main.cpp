@@ -240,6 +240,7 @@ int main(int argc, char** argv) {
   using namespace shakespeare;
   CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
   app.require_subcommand(1);
+  app.fallthrough();  // --threads may also follow the subcommand
   int threads = 0;
   app.add_option("--threads", threads, "Threads for the kernels and OpenBLAS (default: every core, or $POSENC_NUM_THREADS)")
       ->check(positive_integer);

@@ -1,0 +1,81 @@
+// Tests of io/checkpoint.hpp: save → load gives identical logits, the optimizer state round-trips, bad files are named.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include <posenc/transformer.hpp>
+
+using namespace posenc;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("posenc-test-" + name)).string();
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("save → load gives a model with identical logits", "", NoPE, Learned, Sinusoidal, RoPE, ALiBi,
+                   ALiBiSingleSlope) {
+  const CharTokenizer tokenizer("abcdefg");
+  CharTransformer<TestType, 2, 16, 2> trained(tokenizer.vocab_size(), 8, 1);
+  auto optimizer = trained.make_optimizer({.lr = 1e-2});
+  const Tokens x = {{0, 1, 2, 3, 4, 5, 6, 0}, {6, 5, 4, 3, 2, 1, 0, 1}};
+  const Tokens y = {{1, 2, 3, 4, 5, 6, 0, 1}, {5, 4, 3, 2, 1, 0, 1, 2}};
+  for (int i = 0; i < 3; ++i) trained.train_step(x, y, optimizer);  // away from the initialisation
+  const std::string path = temp_path(std::string(TestType::name) + ".safetensors");
+  save_checkpoint(path, trained, tokenizer, 3, 1);
+
+  const SafetensorsFile file = read_safetensors(path);
+  const CheckpointInfo info = read_checkpoint_info(file);
+  CHECK(info.policy == TestType::name);
+  CHECK(info.layers == 2);
+  CHECK(info.dim == 16);
+  CHECK(info.heads == 2);
+  CHECK(info.context == 8);
+  CHECK(info.vocabulary == "abcdefg");
+  CHECK(info.step == 3);
+  CharTransformer<TestType, 2, 16, 2> loaded(tokenizer.vocab_size(), 8, /*seed=*/99);
+  load_parameters(loaded, file);
+  const Tensor<float, 3> a = trained.forward(x);
+  const Tensor<float, 3> b = loaded.forward(x);
+  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == b.data()[i]);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the optimizer state round-trips, and a resumed step equals an uninterrupted one") {
+  const CharTokenizer tokenizer("abcdefg");
+  CharTransformer<RoPE, 1, 8, 2> model(tokenizer.vocab_size(), 4, 2);
+  auto optimizer = model.make_optimizer();
+  const Tokens x = {{0, 1, 2, 3}}, y = {{1, 2, 3, 4}};
+  model.train_step(x, y, optimizer);
+  model.train_step(x, y, optimizer);
+  const std::string model_path = temp_path("resume-model.safetensors");
+  const std::string state_path = temp_path("resume-optimizer.safetensors");
+  save_checkpoint(model_path, model, tokenizer, 2, 2);
+  save_optimizer_state(state_path, optimizer, {{"note", "kept"}});
+
+  CharTransformer<RoPE, 1, 8, 2> restored(tokenizer.vocab_size(), 4, 77);
+  auto restored_optimizer = restored.make_optimizer();
+  load_parameters(restored, read_safetensors(model_path));
+  const auto meta = load_optimizer_state(read_safetensors(state_path), restored_optimizer);
+  CHECK(meta.at("note") == "kept");
+  CHECK(restored_optimizer.steps() == 2);
+  CHECK(model.train_step(x, y, optimizer) == restored.train_step(x, y, restored_optimizer));
+  CHECK(model.train_step(x, y, optimizer) == restored.train_step(x, y, restored_optimizer));
+  std::filesystem::remove(model_path);
+  std::filesystem::remove(state_path);
+}
+
+TEST_CASE("a checkpoint of another model is refused with the tensor named") {
+  const CharTokenizer tokenizer("abcdefg");
+  CharTransformer<Learned, 1, 8, 2> learned(tokenizer.vocab_size(), 4, 3);
+  const std::string path = temp_path("learned.safetensors");
+  save_checkpoint(path, learned, tokenizer, 0, 3);
+  const SafetensorsFile file = read_safetensors(path);
+  CharTransformer<RoPE, 1, 8, 2> rope(tokenizer.vocab_size(), 4, 3);
+  CHECK_THROWS_WITH(load_parameters(rope, file), Catch::Contains("'transformer.wpe.weight' that a rope model does not have"));
+  CharTransformer<Learned, 1, 8, 2> longer(tokenizer.vocab_size(), 6, 3);
+  CHECK_THROWS_WITH(load_parameters(longer, file), Catch::Contains("transformer.wpe.weight") && Catch::Contains("shape"));
+  CHECK_THROWS_WITH(save_checkpoint(path, learned, CharTokenizer("ab"), 0, 3), Catch::Contains("the tokenizer has 2 symbols"));
+  std::filesystem::remove(path);
+}
