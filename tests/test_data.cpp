@@ -117,3 +117,37 @@ TEST_CASE("evaluate_loss scores every target once in non-overlapping windows") {
   CHECK(r.loss == Approx((1.0 + 22.0) / 2.0));  // the mean of the targets 1..22
   CHECK_THROWS_WITH(evaluate_loss(model, std::vector<TokenId>{1}, 5), Catch::Contains("need at least 2"));
 }
+
+TEST_CASE("evaluate_loss_sliding scores every target once, each from its own position") {
+  // A stand-in model whose logits at a position favour "the input + 1": the loss of a target
+  // depends only on the input at the same position, so a misaligned or repeated target changes
+  // the mean. The expected mean is computed target by target.
+  struct SuccessorModel {
+    std::size_t V = 5;
+    Tensor<double, 3> logits;
+    const Tensor<double, 3>& forward(const Tokens& x) {
+      logits = xt::zeros<double>({x.shape()[0], x.shape()[1], V});
+      for (std::size_t b = 0; b < x.shape()[0]; ++b)
+        for (std::size_t t = 0; t < x.shape()[1]; ++t)
+          logits(b, t, static_cast<std::size_t>(x(b, t) + 1) % V) = 2.0;
+      return logits;
+    }
+    float loss(const Tokens&, const Tokens&) { return 0; }  // unused here
+  };
+  Rng rng(3);
+  std::vector<TokenId> tokens(103);
+  for (auto& t : tokens) t = static_cast<TokenId>(rng.uniform_index(5));
+  double expected = 0;
+  const double z = std::log(std::exp(2.0) + 4.0);
+  for (std::size_t i = 0; i + 1 < tokens.size(); ++i)
+    expected += (static_cast<std::size_t>(tokens[i + 1]) == static_cast<std::size_t>(tokens[i] + 1) % 5 ? z - 2.0 : z);
+  expected /= static_cast<double>(tokens.size() - 1);
+  SuccessorModel model;
+  for (const auto& [L, S] : {std::pair<std::size_t, std::size_t>{16, 8}, {16, 16}, {10, 3}, {40, 1}, {200, 100}}) {
+    const LossResult r = evaluate_loss_sliding(model, tokens, L, S, 64);
+    INFO("L = " << L << ", stride = " << S);
+    CHECK(r.targets == 102);
+    CHECK(r.loss == Approx(expected).epsilon(1e-12));
+  }
+  CHECK_THROWS_WITH(evaluate_loss_sliding(model, tokens, 8, 9), Catch::Contains("stride 9 must lie in [1, 8]"));
+}

@@ -44,6 +44,8 @@ struct EvalOptions {
   std::size_t context = 0;   // 0: the checkpoint's
   std::size_t batch = 32;
   bool json = false;
+  std::vector<std::size_t> contexts;  // length extrapolation: evaluate at each length
+  std::size_t stride = 0;             // sliding-window stride; 0: half the length
 };
 
 struct SampleOptions {
@@ -160,10 +162,49 @@ void with_checkpoint(const std::string& path, F&& f) {
   });
 }
 
+// The validation loss at several lengths, in both protocols; a length a model cannot take (past
+// a learned table) is reported as not applicable, never clipped.
+template <class Model>
+void evaluate_lengths(Model& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+                      const EvalOptions& o) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!o.json)
+    std::printf("%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
+                "%8s  %16s  %22s\n",
+                o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
+                data.val().size() - 1, "length", "non-overlapping", "sliding window");
+  for (const std::size_t L : o.contexts) {
+    const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
+    nlohmann::json row = {{"length", L}, {"stride", stride}};
+    if (L > model.max_context()) {
+      const std::string why = info.policy == "learned"
+                                  ? "not applicable: the learned table has " + std::to_string(model.max_context()) + " rows"
+                                  : "not applicable: longer than the model's maximum context " + std::to_string(model.max_context());
+      row["non_overlapping"] = nullptr;
+      row["sliding"] = nullptr;
+      row["note"] = why;
+      if (!o.json) std::printf("%8zu  %s\n", L, why.c_str());
+    } else {
+      const double whole = posenc::evaluate_loss(model, data.val(), L, std::max<std::size_t>(1, 4096 / L)).loss;
+      const double sliding = posenc::evaluate_loss_sliding(model, data.val(), L, stride).loss;
+      row["non_overlapping"] = whole;
+      row["sliding"] = sliding;
+      if (!o.json) std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, whole, sliding, stride);
+    }
+    rows.push_back(row);
+  }
+  if (o.json)
+    std::printf("%s\n", nlohmann::json{{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
+                                        {"trained_context", info.context}, {"split", "val"}, {"lengths", rows}}
+                             .dump(2)
+                             .c_str());
+}
+
 int evaluate(const EvalOptions& o) {
   with_checkpoint(o.checkpoint, [&](auto& model, const posenc::CheckpointInfo& info,
                                     const posenc::CharTokenizer& tokenizer) {
     const posenc::CharDataset data = load_corpus(o.data, &tokenizer);
+    if (!o.contexts.empty()) return evaluate_lengths(model, info, data, o);
     const std::size_t context = o.context != 0 ? o.context : info.context;
     if (context > model.max_context())
       posenc::fail("--context ", context, " is longer than this ", info.policy, " model accepts (",
@@ -274,6 +315,10 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")->check(positive_integer);
   eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")->check(positive_integer)->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
+  eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
+                                                 "non-overlapping and sliding-window (e.g. 128,256,512,1024)")
+      ->delimiter(',')->check(positive_integer)->excludes("--estimate")->excludes("--context");
+  eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")->check(positive_integer)->needs("--contexts");
 
   SampleOptions s;
   bool no_cache = false;

@@ -124,6 +124,19 @@ expect_error "a context larger than a Learned model's table" "rows of its positi
 python3 "$here/edit_checkpoint.py" learned/model.safetensors context.safetensors meta context 32
 python3 "$here/edit_checkpoint.py" context.safetensors context.safetensors meta max_context 32
 expect_error "metadata that disagrees with the tensors" "transformer.wpe.weight" "$bin" sample --checkpoint context.safetensors
+# Length extrapolation: every policy but learned evaluates past its context; learned says why not.
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,32,64 --json > lengths.json &&
+   python3 -c 'import json,sys; r=json.load(open("lengths.json")); sys.exit(0 if [x["length"] for x in r["lengths"]]==[16,32,64] and all(x["non_overlapping"] > 0 and x["sliding"] > 0 for x in r["lengths"]) else 1)'; then
+  pass "eval --contexts scores rope at 1, 2 and 4 times its context in both protocols"
+else
+  failed "eval --contexts: $(cat lengths.json)"
+fi
+if "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --contexts 16,32 > learned-lengths.txt &&
+   grep -q "not applicable: the learned table has 16 rows" learned-lengths.txt; then
+  pass "eval --contexts reports learned past its table as not applicable"
+else
+  failed "learned --contexts: $(cat learned-lengths.txt)"
+fi
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
 echo "$passes passed, $failures failed"

@@ -1,7 +1,8 @@
-// evaluate_loss() and estimate_loss(): a model's loss on a token split, by a deterministic full pass or random batches.
+// evaluate_loss(), evaluate_loss_sliding() and estimate_loss(): a model's loss on a token split, by deterministic passes or random batches.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -47,6 +48,60 @@ LossResult evaluate_loss(Model& model, const std::vector<TokenId>& tokens, std::
   };
   for (std::size_t w = 0; w < full_windows; w += batch) score(w, std::min(batch, full_windows - w), context);
   if (remainder > 0) score(full_windows, 1, remainder);
+  return LossResult{total / static_cast<double>(predictable), predictable};
+}
+
+// Sliding windows of length L moved by `stride` (the long-context protocol): the first window
+// scores all of its L targets; each later window, starting `stride` tokens after the previous one,
+// scores only the targets no earlier window scored — so every target after the first window is
+// predicted from at least L − stride tokens of context. Every target of the split is scored once.
+// Windows are batched so that a forward pass holds about `tokens_per_batch` tokens.
+template <class Model>
+LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& tokens, std::size_t L,
+                                 std::size_t stride, std::size_t tokens_per_batch = 4096) {
+  if (L == 0) fail("evaluate_loss_sliding: window length must be positive");
+  if (stride == 0 || stride > L) fail("evaluate_loss_sliding: stride ", stride, " must lie in [1, ", L, "]");
+  if (tokens.size() < 2) fail("evaluate_loss_sliding: the split has ", tokens.size(), " tokens; need at least 2");
+  const std::size_t predictable = tokens.size() - 1;  // targets tokens[1..n−1]
+  L = std::min(L, predictable);  // a split shorter than one window is one window
+  // Window w covers inputs [start_w, start_w + L) and scores its targets from index first_w on.
+  struct Window {
+    std::size_t start, first;
+  };
+  std::vector<Window> windows{{0, 0}};
+  for (std::size_t start = stride; L < predictable; start += stride) {
+    const std::size_t s = std::min(start, predictable - L);  // the last window ends at the split's end
+    const std::size_t scored_until = windows.back().start + L;
+    windows.push_back({s, scored_until - s});
+    if (s + L >= predictable) break;
+  }
+  const std::size_t batch = std::max<std::size_t>(1, tokens_per_batch / L);
+  double total = 0;
+  std::size_t counted = 0;
+  Tokens x;
+  for (std::size_t w0 = 0; w0 < windows.size(); w0 += batch) {
+    const std::size_t B = std::min(batch, windows.size() - w0);
+    x.resize({B, L});
+    for (std::size_t b = 0; b < B; ++b)
+      std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(windows[w0 + b].start), L, &x(b, 0));
+    const auto logits = model.forward(x);
+    const std::size_t V = logits.shape()[2];
+    for (std::size_t b = 0; b < B; ++b) {
+      const Window& win = windows[w0 + b];
+      for (std::size_t t = win.first; t < L; ++t) {
+        // −log softmax(logits)[target], computed in double
+        double zmax = -INFINITY;
+        for (std::size_t v = 0; v < V; ++v) zmax = std::max(zmax, static_cast<double>(logits(b, t, v)));
+        double sum = 0;
+        for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits(b, t, v)) - zmax);
+        const auto target = static_cast<std::size_t>(tokens[win.start + t + 1]);
+        total += std::log(sum) + zmax - static_cast<double>(logits(b, t, target));
+        ++counted;
+      }
+    }
+  }
+  if (counted != predictable)
+    fail("evaluate_loss_sliding: scored ", counted, " targets of ", predictable, " (an internal error)");
   return LossResult{total / static_cast<double>(predictable), predictable};
 }
 
