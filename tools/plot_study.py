@@ -9,6 +9,8 @@ STUDY_DIR/plots/:
   final_val_loss  full-pass validation loss per variant: mean with 95% confidence interval, each
                   seed as a dot, and the published mean ± sd beside it where there is one
   generalization_gap  val − train per variant: mean and each seed
+  extrapolation   (when the study has --extrapolate) validation loss against evaluation length per
+                  variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols
 """
 import glob
 import json
@@ -114,6 +116,32 @@ def plot_gap(summary, study):
     save(fig, study, "generalization_gap")
 
 
+def plot_extrapolation(summary, study):
+    cells = summary.get("extrapolation", [])
+    if not cells:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, protocol, title in zip(axes, ("non_overlapping", "sliding"), ("non-overlapping windows", "sliding window")):
+        for v in summary["design"]["variants"]:
+            points = [c for c in cells if c["variant"] == v and c["protocol"] == protocol and c["mean"] is not None]
+            if not points:
+                continue
+            xs = [c["length"] for c in points]
+            ys = [c["mean"] for c in points]
+            err = [c["sd"] or 0.0 for c in points]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=v)
+        ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("evaluation length (tokens); dotted: trained context")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("validation loss (nats)")
+    axes[1].legend()
+    fig.suptitle("Length extrapolation: mean ± sd over seeds")
+    save(fig, study, "extrapolation")
+    return True
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -122,7 +150,10 @@ def main():
     plot_curves(summary, records, study)
     plot_final(summary, study)
     plot_gap(summary, study)
-    print(f"plots: {os.path.join(study, 'plots')}/{{val_curves,final_val_loss,generalization_gap}}.{{png,svg}}")
+    names = ["val_curves", "final_val_loss", "generalization_gap"]
+    if plot_extrapolation(summary, study):
+        names.append("extrapolation")
+    print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")
 
 
 if __name__ == "__main__":

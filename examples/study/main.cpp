@@ -177,6 +177,37 @@ void execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec,
   });
 }
 
+// Adds the lengths the record lacks to its extrapolation entries, evaluating its final checkpoint.
+void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& record, const posenc::CharDataset& data,
+                        const fs::path& record_path) {
+  std::vector<std::size_t> missing;
+  for (std::size_t L : design.extrapolate)
+    if (record.extrapolation_at(L) == nullptr) missing.push_back(L);
+  if (missing.empty()) return;
+  const posenc::SafetensorsFile file = posenc::read_safetensors(record.checkpoint);
+  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  posenc::with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
+    const std::size_t longest = *std::max_element(missing.begin(), missing.end());
+    Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = info.context,
+                                    .max_context = std::max(longest, 16 * info.context)});
+    posenc::load_parameters(model, file);
+    for (std::size_t L : missing) {
+      const std::size_t stride = std::max<std::size_t>(1, L / 2);
+      nlohmann::json entry = {{"length", L}, {"stride", stride}};
+      if (L > model.max_context()) {
+        entry["non_overlapping"] = nullptr;
+        entry["sliding"] = nullptr;
+        entry["note"] = "not applicable: the learned table has " + std::to_string(model.max_context()) + " rows";
+      } else {
+        entry["non_overlapping"] = posenc::evaluate_loss(model, data.val(), L, std::max<std::size_t>(1, 4096 / L)).loss;
+        entry["sliding"] = posenc::evaluate_loss_sliding(model, data.val(), L, stride).loss;
+      }
+      record.extrapolation.push_back(entry);
+    }
+  });
+  posenc::write_file_atomically(record_path.string(), posenc::to_json(record).dump(2) + "\n");
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::string item;
@@ -208,6 +239,7 @@ int main(int argc, char** argv) {
   posenc::StudyDesign design;
   std::string variants = "learned,sinusoidal,rope,alibi-single", seeds = "1337,2024,42", extended_seeds = "1337";
   std::string data = "data/tinyshakespeare/input.txt", out = "runs/study";
+  std::string extrapolate;
   int jobs = 1, threads = 0;
   bool summary_only = false;
   app.add_option("--variants", variants, "Comma-separated positional encodings: " + [] {
@@ -232,6 +264,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "Study directory")->capture_default_str();
   app.add_option("--jobs", jobs, "Runs at once; the cores are split between them")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--threads", threads, "Cores in all (default: every core, or $POSENC_NUM_THREADS)")->check(CLI::Range(1, 4096));
+  app.add_option("--extrapolate", extrapolate, "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   try {
     app.parse(argc, argv);
@@ -254,6 +287,11 @@ int main(int argc, char** argv) {
         posenc::fail("--extended-seeds: ", seed, " is not among --seeds; an extended run continues the base run of its seed");
     if (design.extended_steps != 0 && design.extended_steps <= design.steps)
       posenc::fail("--extended-steps ", design.extended_steps, " must exceed --steps ", design.steps, " (or be 0)");
+    for (const std::string& L : split_list(extrapolate)) {
+      if (L.find_first_not_of("0123456789") != std::string::npos || L.size() > 9 || std::stoul(L) == 0)
+        posenc::fail("--extrapolate: '", L, "' is not a length (a whole number ≥ 1)");
+      design.extrapolate.push_back(std::stoul(L));
+    }
     design.data = data;
     const std::string text = posenc::read_text_file(data);
     const posenc::CharDataset dataset(text);
@@ -308,7 +346,16 @@ int main(int argc, char** argv) {
 
     std::vector<posenc::RunRecord> records;
     for (const posenc::RunSpec& spec : plan)
-      if (auto r = load_record(paths.record(spec))) records.push_back(std::move(*r));
+      if (auto r = load_record(paths.record(spec))) {
+        if (!summary_only && spec.steps == design.steps && !design.extrapolate.empty()) {
+          try {
+            extrapolate_record(design, *r, dataset, paths.record(spec));
+          } catch (const std::exception& e) {
+            failures.push_back(spec.id() + " (extrapolation): " + e.what());
+          }
+        }
+        records.push_back(std::move(*r));
+      }
     const posenc::StudySummary summary = posenc::summarize_study(design, records);
     posenc::write_file_atomically((paths.out / "summary.json").string(), posenc::summary_json(summary).dump(2) + "\n");
     posenc::write_file_atomically((paths.out / "summary.csv").string(), posenc::summary_csv(summary));

@@ -61,6 +61,16 @@ else
   failed "rerun: $(head -3 again.log)"
 fi
 
+# Length extrapolation added to the finished study: no run is trained again, every base run's
+# final model is evaluated at the new lengths.
+if "$bin" "${design[@]}" --out whole --extrapolate 16,32,64 > extrapolate.log 2>&1 &&
+   grep -q "6 finished, 0 to run" extrapolate.log && grep -q "## Length extrapolation" whole/summary.md &&
+   python3 -c 'import json,sys; s=json.load(open("whole/summary.json")); c=[x for x in s["extrapolation"] if x["mean"] is not None]; sys.exit(0 if len(c)==12 else 1)'; then
+  pass "--extrapolate evaluates the finished runs at every length in both protocols"
+else
+  failed "extrapolate: $(tail -5 extrapolate.log)"
+fi
+
 # Bad input
 "$bin" --variants rope,rotary --out bad > /dev/null 2> err.txt
 if [ $? -eq 2 ] && grep -q "unknown positional encoding 'rotary'" err.txt; then pass "unknown variant: exit 2"; else failed "unknown variant: $(cat err.txt)"; fi
@@ -76,8 +86,8 @@ for candidate in python3 /usr/bin/python3; do
 done
 if [ -n "$python" ]; then
   if "$python" "$root/tools/plot_study.py" whole > plot.log 2>&1 &&
-     for p in val_curves final_val_loss generalization_gap; do [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || exit 1; done; then
-    pass "plot_study.py writes the three plots as PNG and SVG"
+     for p in val_curves final_val_loss generalization_gap extrapolation; do [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || exit 1; done; then
+    pass "plot_study.py writes the four plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"
   fi

@@ -30,6 +30,7 @@ struct StudyDesign {
   TrainConfig train;  // batch, context, lr, weight decay, eval interval and iterations; steps and
                       // seed are set per run
   std::string data;
+  std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
 };
 
 struct RunSpec {
@@ -72,7 +73,16 @@ struct RunRecord {
   double wall_seconds = 0;
   double tokens_per_second = 0;
   std::string checkpoint;
+  // The final model's validation loss at other lengths: one entry per length with its stride and
+  // the non-overlapping and sliding-window losses (null where the model cannot take the length).
+  nlohmann::json extrapolation = nlohmann::json::array();
 
+  // The extrapolation entry of a length, if the record has one.
+  const nlohmann::json* extrapolation_at(std::size_t length) const {
+    for (const auto& e : extrapolation)
+      if (e.at("length").get<std::size_t>() == length) return &e;
+    return nullptr;
+  }
   double generalization_gap() const { return final_val_loss - final_train_loss; }
   std::string variant() const { return config.at("posenc").get<std::string>(); }
   std::uint64_t seed() const { return config.at("seed").get<std::uint64_t>(); }
@@ -89,7 +99,8 @@ inline nlohmann::json to_json(const RunRecord& r) {
           {"generalization_gap", r.generalization_gap()},
           {"wall_seconds", r.wall_seconds},
           {"tokens_per_second", r.tokens_per_second},
-          {"checkpoint", r.checkpoint}};
+          {"checkpoint", r.checkpoint},
+          {"extrapolation", r.extrapolation}};
 }
 
 inline RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -101,6 +112,7 @@ inline RunRecord run_record_from_json(const nlohmann::json& j) {
   r.wall_seconds = j.at("wall_seconds").get<double>();
   r.tokens_per_second = j.at("tokens_per_second").get<double>();
   r.checkpoint = j.at("checkpoint").get<std::string>();
+  if (j.contains("extrapolation")) r.extrapolation = j.at("extrapolation");
   return r;
 }
 
@@ -141,8 +153,19 @@ struct ExtendedComparison {
   bool ranking_changed = false;
 };
 
+// One variant at one evaluation length: the validation loss over seeds in one protocol.
+struct ExtrapolationCell {
+  std::string variant;
+  std::size_t length = 0;
+  std::string protocol;  // "non_overlapping" or "sliding"
+  std::vector<double> values;  // by seed
+  std::optional<double> mean, sd;
+  std::string note;  // why there are no values (e.g. past a learned table)
+};
+
 struct StudySummary {
   StudyDesign design;
+  std::vector<ExtrapolationCell> extrapolation;
   std::vector<VariantSummary> variants;
   std::map<std::uint64_t, std::vector<std::string>> ranking_by_seed;  // best first
   bool ranking_consistent = false;
@@ -262,6 +285,29 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
     s.pairs[k].paired_p_holm = paired_holm[k];
   }
 
+  // Length extrapolation of the base runs' final models.
+  for (const std::string& v : design.variants)
+    for (const std::size_t L : design.extrapolate)
+      for (const char* protocol : {"non_overlapping", "sliding"}) {
+        ExtrapolationCell cell;
+        cell.variant = v;
+        cell.length = L;
+        cell.protocol = protocol;
+        for (std::uint64_t seed : design.seeds)
+          if (const RunRecord* r = find({v, seed, design.steps}))
+            if (const nlohmann::json* e = r->extrapolation_at(L)) {
+              if (e->at(protocol).is_number())
+                cell.values.push_back(e->at(protocol).get<double>());
+              else if (e->contains("note"))
+                cell.note = e->at("note").get<std::string>();
+            }
+        if (!cell.values.empty()) {
+          cell.mean = stats::mean(cell.values);
+          cell.sd = stats::sample_sd(cell.values);
+        }
+        s.extrapolation.push_back(cell);
+      }
+
   // The extended runs against the same seeds' base runs: the first `steps` of an extended run
   // are the base run (same seed, constant learning rate), so the base run's final model is the
   // extended run at `steps`.
@@ -350,7 +396,14 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                         {"val_at_steps", e.val_at_steps}, {"val_at_extended_steps", e.val_at_extended},
                         {"ranking_at_steps", e.ranking_at_steps}, {"ranking_at_extended_steps", e.ranking_at_extended},
                         {"complete", e.complete}, {"ranking_changed", e.ranking_changed}});
-  return {{"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
+  nlohmann::json extrapolation = nlohmann::json::array();
+  for (const ExtrapolationCell& c : s.extrapolation)
+    extrapolation.push_back({{"variant", c.variant}, {"length", c.length}, {"protocol", c.protocol},
+                             {"values", c.values}, {"mean", detail::optional_json(c.mean)},
+                             {"sd", detail::optional_json(c.sd)}, {"note", c.note}});
+  return {{"extrapolation", extrapolation},
+          {"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
+                      {"extrapolate", s.design.extrapolate},
                       {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
                       {"layers", s.design.layers}, {"dim", s.design.dim}, {"heads", s.design.heads},
                       {"batch", s.design.train.batch}, {"context", s.design.train.context},
@@ -444,6 +497,33 @@ inline std::string summary_markdown(const StudySummary& s) {
        << detail::p_text(c.welch_p_holm) << " | " << test(c.paired) << " | "
        << detail::p_text(c.paired ? std::optional<double>(c.paired->p) : std::nullopt) << " | "
        << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
+  }
+
+  if (!s.extrapolation.empty()) {
+    md << "\n## Length extrapolation (validation loss, trained at context " << d.train.context << ")\n\n"
+       << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
+          "cut into windows of the length, every target scored once. Sliding: windows of the length moved by half "
+          "of it, each target scored once with at least half a window of context.\n";
+    for (const char* protocol : {"non_overlapping", "sliding"}) {
+      md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows")
+         << ":\n\n| variant |";
+      for (std::size_t L : d.extrapolate) md << " " << L << " |";
+      md << "\n|---|";
+      for (std::size_t i = 0; i < d.extrapolate.size(); ++i) md << "---|";
+      md << "\n";
+      for (const std::string& v : d.variants) {
+        md << "| " << v << " |";
+        for (const ExtrapolationCell& c : s.extrapolation)
+          if (c.variant == v && c.protocol == protocol) {
+            if (c.mean)
+              md << " " << fixed(*c.mean) << (c.sd ? " ± " + fixed(*c.sd) : "") << " |";
+            else
+              md << " " << (c.note.empty() ? "—" : "n/a") << " |";
+          }
+        md << "\n";
+      }
+    }
+    md << "\nn/a: the model cannot take the length (a learned table has one row per trained position).\n";
   }
 
   if (!s.extended.empty()) {
