@@ -3,9 +3,7 @@
 # tools/posenc_torch.py (the model written independently in PyTorch) gives the same full-pass
 # losses as `shakespeare eval`. Skips (exit 77) where PyTorch is not installed.
 #   test_pytorch_interop.sh SHAKESPEARE_BINARY WORK_DIR
-set -uo pipefail
 bin="$1"
-work="$2"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 python=""
 for candidate in python3 /usr/bin/python3; do
@@ -15,16 +13,9 @@ if [ -z "$python" ]; then
   echo "PyTorch is not installed (scripts/install-deps.sh --bench installs it): skipped"
   exit 77
 fi
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+source "$root/tests/cli/cli_test_lib.sh" "$2"
 export POSENC_NUM_THREADS=1
-"$python" -c "
-import random
-random.seed(3)
-words = ['to', 'be', 'or', 'not', 'that', 'is', 'the', 'question', 'ROMEO:', 'JULIET:']
-open('corpus.txt', 'w').write('\n'.join(' '.join(random.choice(words) for _ in range(8)) for _ in range(300)))
-"
-passes=0
-failures=0
+write_corpus corpus.txt 3
 for policy in nope learned sinusoidal rope alibi alibi-single; do
   "$bin" train --posenc "$policy" --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --steps 20 \
     --eval-every 20 --eval-iters 2 --data corpus.txt --out "$policy" > /dev/null 2>&1
@@ -38,10 +29,9 @@ print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss
 sys.exit(0 if ok else 1)
 PY
   then
-    echo "ok   - $policy"; passes=$((passes + 1))
+    pass "$policy"
   else
-    echo "FAIL - $policy"; failures=$((failures + 1))
+    failed "$policy"
   fi
 done
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

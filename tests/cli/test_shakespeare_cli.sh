@@ -3,39 +3,11 @@
 # train, eval and sample work; --resume reproduces an uninterrupted run; and every kind of bad
 # input exits with status 2 and a message that names the problem.
 #   test_shakespeare_cli.sh SHAKESPEARE_BINARY WORK_DIR
-set -uo pipefail
 bin="$1"
-work="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+source "$here/cli_test_lib.sh" "$2"
 export POSENC_NUM_THREADS=1
-
-failures=0
-passes=0
-pass() { echo "ok   - $1"; passes=$((passes + 1)); }
-failed() { echo "FAIL - $1"; failures=$((failures + 1)); }
-
-# expect_error NAME SUBSTRING COMMAND...: the command must exit 2 and print SUBSTRING on stderr.
-expect_error() {
-  local name="$1" needle="$2"
-  shift 2
-  "$@" > out.txt 2> err.txt
-  local status=$?
-  if [ "$status" -eq 2 ] && grep -qF -- "$needle" err.txt; then
-    pass "$name"
-  else
-    failed "$name: exit $status, stderr: $(head -c 400 err.txt)"
-  fi
-}
-
-# A corpus with some structure, made here.
-python3 - <<'PY'
-import random
-random.seed(7)
-words = ["to", "be", "or", "not", "that", "is", "the", "question", "ROMEO:", "JULIET:", "whether", "tis", "nobler"]
-lines = [" ".join(random.choice(words) for _ in range(8)) for _ in range(700)]
-open("corpus.txt", "w").write("\n".join(lines) + "\n")
-PY
+write_corpus corpus.txt 7
 small=(--posenc rope --layers 2 --dim 64 --heads 4 --eval-every 10 --eval-iters 3)
 tiny=("${small[@]}" --batch 4 --context 16)
 
@@ -139,5 +111,4 @@ else
 fi
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

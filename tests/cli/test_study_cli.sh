@@ -3,24 +3,11 @@
 # It runs the whole pipeline: the runs, a study killed part-way and resumed (whose records must
 # equal the uninterrupted study's), the summary files, and the plot script where matplotlib is.
 #   test_study_cli.sh STUDY_BINARY WORK_DIR
-set -uo pipefail
 bin="$1"
-work="$2"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+source "$root/tests/cli/cli_test_lib.sh" "$2"
 export POSENC_NUM_THREADS=2
-
-passes=0
-failures=0
-pass() { echo "ok   - $1"; passes=$((passes + 1)); }
-failed() { echo "FAIL - $1"; failures=$((failures + 1)); }
-
-python3 - <<'PY'
-import random
-random.seed(11)
-words = ["to", "be", "or", "not", "that", "is", "the", "question", "ROMEO:", "JULIET:", "whether", "tis", "nobler"]
-open("corpus.txt", "w").write("\n".join(" ".join(random.choice(words) for _ in range(8)) for _ in range(700)) + "\n")
-PY
+write_corpus corpus.txt 11
 design=(--variants rope,alibi-single --seeds 1,2 --steps 200 --extended-steps 300 --extended-seeds 1
         --eval-every 50 --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --data corpus.txt)
 
@@ -38,7 +25,7 @@ else
 fi
 
 # Interrupted part-way by SIGKILL, then run again: it resumes and must reach the same numbers.
-timeout -s KILL 1 "$bin" "${design[@]}" --out resumed --jobs 2 > /dev/null 2>&1
+(timeout -s KILL 1 "$bin" "${design[@]}" --out resumed --jobs 2 > /dev/null 2>&1) 2> /dev/null
 finished_before=$(ls resumed/records 2> /dev/null | wc -l)
 echo "# the interruption left $finished_before of 6 runs finished"
 if "$bin" "${design[@]}" --out resumed --jobs 2 > resumed.log 2>&1; then
@@ -72,12 +59,9 @@ else
 fi
 
 # Bad input
-"$bin" --variants rope,rotary --out bad > /dev/null 2> err.txt
-if [ $? -eq 2 ] && grep -q "unknown positional encoding 'rotary'" err.txt; then pass "unknown variant: exit 2"; else failed "unknown variant: $(cat err.txt)"; fi
-"$bin" --variants rope --seeds 1,2 --extended-seeds 7 --data corpus.txt --out bad > /dev/null 2> err.txt
-if [ $? -eq 2 ] && grep -q "not among --seeds" err.txt; then pass "extended seed without a base run: exit 2"; else failed "extended seeds: $(cat err.txt)"; fi
-"$bin" "${design[@]}" --lr 0.5 --out whole > /dev/null 2> err.txt
-if [ $? -eq 2 ] && grep -q "another configuration" err.txt; then pass "a study directory of another design: exit 2"; else failed "other design: $(cat err.txt)"; fi
+expect_error "unknown variant" "unknown positional encoding 'rotary'" "$bin" --variants rope,rotary --out bad
+expect_error "extended seed without a base run" "not among --seeds" "$bin" --variants rope --seeds 1,2 --extended-seeds 7 --data corpus.txt --out bad
+expect_error "a study directory of another design" "another configuration" "$bin" "${design[@]}" --lr 0.5 --out whole
 
 # Plots from the JSON alone, where matplotlib is installed.
 python=""
@@ -95,5 +79,4 @@ else
   echo "# matplotlib is not installed: the plot script is not exercised"
 fi
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish
