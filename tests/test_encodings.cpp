@@ -18,6 +18,10 @@ static_assert(PositionalEncoding<Sinusoidal>);
 static_assert(PositionalEncoding<RoPE>);
 static_assert(PositionalEncoding<ALiBi>);
 static_assert(PositionalEncoding<ALiBiSingleSlope>);
+static_assert(PositionalEncoding<RoPEInterleaved>);
+static_assert(PositionalEncoding<RoPEPartial>);
+static_assert(PositionalEncoding<T5Bias>);
+static_assert(PositionalEncoding<Kerple>);
 static_assert(!PositionalEncoding<int>);
 static_assert(!PositionalEncoding<CharTokenizer>);
 
@@ -90,10 +94,11 @@ TEST_CASE("RoPE pairs dimension i with i + hd/2 and rotates by position · 10000
   CHECK(rope_angle(3, 1, 4) == Approx(0.03));
 }
 
-TEST_CASE("RoPE: the rotated q·k depends only on the offset between positions") {
+TEMPLATE_TEST_CASE("RoPE: the rotated q·k depends only on the offset between positions", "", RoPE,
+                   RoPEInterleaved, RoPEPartial, (BasicRoPE<"rope-base500", 500.0>)) {
   ParameterTable table;
   ParameterStore<double> store(std::make_shared<ParameterTable>());
-  RoPE::Attention<double, 1, 8> rope(table, "", 64);
+  typename TestType::template Attention<double, 1, 8> rope(table, "", 64);
   const auto hooks = rope.bind(store, 300);  // past the training context too
   const std::vector<double> q = random_vector(8, 21), k = random_vector(8, 22);
   auto score = [&](std::size_t m, std::size_t n) {
@@ -127,11 +132,71 @@ TEST_CASE("Learned registers one trainable row per position of the training cont
 }
 
 TEST_CASE("with_policy maps every runtime name onto its policy class") {
-  CHECK(policy_names() == std::vector<std::string>{"nope", "learned", "sinusoidal", "rope", "alibi", "alibi-single"});
+  CHECK(policy_names() == std::vector<std::string>{"nope", "learned", "sinusoidal", "rope", "alibi", "alibi-single",
+                                                   "rope-interleaved", "rope-partial", "t5", "kerple"});
   for (const std::string& name : policy_names())
     CHECK(with_policy(name, []<class P>() { return std::string(P::name); }) == name);
   CHECK(with_policy("learned", []<class P>() { return std::is_same_v<P, Learned>; }));
   CHECK_THROWS_WITH(with_policy("rotary", []<class P>() { return 0; }),
                     Catch::Contains("unknown positional encoding 'rotary'") &&
                         Catch::Contains("nope, learned, sinusoidal, rope, alibi, alibi-single"));
+}
+
+TEST_CASE("RoPE options: interleaved pairs 2i with 2i+1; partial rotates only its first dimensions") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  RoPEInterleaved::Attention<double, 1, 4> interleaved(table, "", 8);
+  std::vector<double> e0 = {1, 0, 0, 0}, e2 = {0, 0, 1, 0};
+  interleaved.bind(store, 8).rotate(e0.data(), 1);
+  interleaved.bind(store, 8).rotate(e2.data(), 1);
+  CHECK(e0[0] == Approx(std::cos(1.0)));
+  CHECK(e0[1] == Approx(std::sin(1.0)));  // towards e_1 by 1 radian
+  CHECK(e2[2] == Approx(std::cos(0.01)));
+  CHECK(e2[3] == Approx(std::sin(0.01)));  // pair 1 at 10000^(−2/4) = 0.01 radian per position
+
+  // A quarter of 8 dimensions: one pair (0, 1) rotated by position · base^0; 2..7 untouched.
+  RoPEPartial::Attention<double, 1, 8> partial(table, "", 8);
+  CHECK(RoPEPartial::Attention<double, 1, 8>::rotated == 2);
+  std::vector<double> x = {1, 0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+  partial.bind(store, 8).rotate(x.data(), 3);
+  CHECK(x[0] == Approx(std::cos(3.0)));
+  CHECK(x[1] == Approx(std::sin(3.0)));
+  for (std::size_t i = 2; i < 8; ++i) CHECK(x[i] == 0.5);
+}
+
+TEST_CASE("T5 buckets: exact below 16, log-spaced up to 128, the last bucket beyond") {
+  // By hand from Hugging Face's rule (num_buckets 32, max_distance 128, causal):
+  // n < 16 → n; otherwise 16 + floor(log(n/16) / log(128/16) · 16), capped at 31.
+  for (std::size_t n = 0; n < 16; ++n) CHECK(t5_bucket(n) == n);
+  CHECK(t5_bucket(16) == 16);
+  CHECK(t5_bucket(20) == 17);   // log(1.25)/log(8)·16 = 1.716
+  CHECK(t5_bucket(32) == 21);   // log(2)/log(8)·16 = 5.33
+  CHECK(t5_bucket(64) == 26);   // log(4)/log(8)·16 = 10.67
+  CHECK(t5_bucket(127) == 31);  // log(7.94)/log(8)·16 = 15.94
+  CHECK(t5_bucket(128) == 31);
+  CHECK(t5_bucket(5000) == 31);
+  for (std::size_t n = 1; n < 300; ++n) CHECK(t5_bucket(n) >= t5_bucket(n - 1));  // monotone
+
+  auto shared = std::make_shared<ParameterTable>();
+  T5Bias::Attention<double, 2, 4> t5(*shared, "transformer.h.0.attn.", 8);
+  CHECK(shared->find("transformer.h.0.attn.relative_attention_bias.weight").shape == std::vector<std::size_t>{32, 2});
+  ParameterStore<double> store(shared);
+  for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] = 0.01 * static_cast<double>(i);
+  std::vector<double> row(40, 0.0);
+  t5.bind(store, 40).add_bias(row.data(), 1, 39, 40);
+  for (std::size_t j = 0; j < 40; ++j) CHECK(row[j] == 0.01 * static_cast<double>(t5_bucket(39 - j) * 2 + 1));
+}
+
+TEST_CASE("Kerple adds −r1·log(1 + r2·(i − j)) with r = softplus(parameter) > 0") {
+  auto shared = std::make_shared<ParameterTable>();
+  Kerple::Attention<double, 2, 4> kerple(*shared, "transformer.h.0.attn.", 8);
+  ParameterStore<double> store(shared);
+  const std::vector<double> raw = {0.3, -1.2, 2.0, -4.0};  // r1 (2 heads), then r2
+  std::copy(raw.begin(), raw.end(), store.values.data());
+  auto softplus = [](double x) { return std::log(1 + std::exp(x)); };
+  std::vector<double> row(6, 0.0);
+  kerple.bind(store, 6).add_bias(row.data(), 1, 5, 6);
+  for (std::size_t j = 0; j < 6; ++j)
+    CHECK(row[j] == Approx(-softplus(-1.2) * std::log(1 + softplus(-4.0) * (5.0 - j))).epsilon(1e-14));
+  CHECK(row[5] == 0.0);  // no penalty at distance 0
 }

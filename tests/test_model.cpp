@@ -14,7 +14,8 @@ using namespace posenc;
 using posenc_test::gradient_relative_error;
 using posenc_test::gradient_tolerance;
 
-#define POSENC_ALL_POLICIES NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope
+#define POSENC_ALL_POLICIES \
+  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple
 
 namespace {
 

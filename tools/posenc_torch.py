@@ -67,29 +67,55 @@ class PosencModel(torch.nn.Module):
             angle = pos[:, None] * torch.pow(10000.0, -(i // 2 * 2).double() / D)[None, :]
             x = x + torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
         mask = torch.ones(T, T, dtype=torch.bool).tril()
+        distance = (pos[:, None] - pos[None, :]).clamp(min=0)  # i − j under the mask
         bias = torch.zeros(H, T, T)
         if self.policy in ("alibi", "alibi-single"):
             slopes = alibi_slopes(H) if self.policy == "alibi" else [2.0 ** (-8.0 / H)] * H
-            distance = (pos[:, None] - pos[None, :]).float()
-            bias = -torch.tensor(slopes)[:, None, None] * distance[None]
-        if self.policy == "rope":
-            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(hd // 2).double() / hd)
+            bias = -torch.tensor(slopes)[:, None, None] * distance.float()[None]
+        rotate = None
+        if self.policy.startswith("rope"):
+            # rope: every dimension, i with i + hd/2; rope-partial: the first quarter, rotate-half
+            # within it (GPT-NeoX's rotary_pct); rope-interleaved: 2i with 2i + 1 (GPT-J).
+            r = hd if self.policy != "rope-partial" else 2 * int(0.25 * hd / 2 + 0.5)
+            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(r // 2).double() / r)
             angle = pos[:, None] * inv_freq[None, :]
-            cos = torch.cat([angle.cos(), angle.cos()], -1).float()
-            sin = torch.cat([angle.sin(), angle.sin()], -1).float()
+            if self.policy == "rope-interleaved":
+                cos = angle.cos().repeat_interleave(2, -1).float()
+                sin = angle.sin().repeat_interleave(2, -1).float()
 
-            def rotate(v):  # rotate-half pairing: dimension i with i + hd/2
-                half = torch.cat([-v[..., hd // 2 :], v[..., : hd // 2]], -1)
-                return v * cos + half * sin
+                def rotate(v):
+                    pairs = torch.stack([-v[..., 1::2], v[..., 0::2]], -1).flatten(-2)
+                    return v * cos + pairs * sin
+            else:
+                cos = torch.cat([angle.cos(), angle.cos()], -1).float()
+                sin = torch.cat([angle.sin(), angle.sin()], -1).float()
+
+                def rotate(v):
+                    head, rest = v[..., :r], v[..., r:]
+                    half = torch.cat([-head[..., r // 2 :], head[..., : r // 2]], -1)
+                    return torch.cat([head * cos + half * sin, rest], -1)
+
+        def t5_bucket(n, buckets=32, max_distance=128):  # Hugging Face's rule, causal
+            exact = buckets // 2
+            large = exact + (torch.log(n.double().clamp(min=1) / exact) / math.log(max_distance / exact) * (buckets - exact)).long()
+            return torch.where(n < exact, n.long(), large.clamp(max=buckets - 1))
 
         for l in range(self.layers):
             p = f"transformer.h.{l}."
             h = F.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps=1e-5)
             qkv = F.linear(h, w[p + "attn.c_attn.weight"], w[p + "attn.c_attn.bias"])
             q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in qkv.split(D, dim=2))
-            if self.policy == "rope":
+            if rotate is not None:
                 q, k = rotate(q), rotate(k)
-            scores = q @ k.transpose(-1, -2) / math.sqrt(hd) + bias
+            layer_bias = bias
+            if self.policy == "t5":
+                table = w[p + "attn.relative_attention_bias.weight"]  # (buckets, H)
+                layer_bias = table[t5_bucket(distance)].permute(2, 0, 1)
+            elif self.policy == "kerple":
+                r1 = F.softplus(w[p + "attn.kerple.r1"])[:, None, None]
+                r2 = F.softplus(w[p + "attn.kerple.r2"])[:, None, None]
+                layer_bias = -r1 * torch.log1p(r2 * distance.float()[None])
+            scores = q @ k.transpose(-1, -2) / math.sqrt(hd) + layer_bias
             att = scores.masked_fill(~mask, float("-inf")).softmax(-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, D)
             x = x + F.linear(y, w[p + "attn.c_proj.weight"], w[p + "attn.c_proj.bias"])

@@ -17,10 +17,12 @@
 
 #include "posenc/encodings/alibi.hpp"
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/kerple.hpp"
 #include "posenc/encodings/learned.hpp"
 #include "posenc/encodings/nope.hpp"
 #include "posenc/encodings/rope.hpp"
 #include "posenc/encodings/sinusoidal.hpp"
+#include "posenc/encodings/t5_bias.hpp"
 
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"

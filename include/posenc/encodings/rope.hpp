@@ -1,4 +1,4 @@
-// RoPE: rotary position embedding; each head's q and k rotated by position, rotate-half pairing, base 10000.
+// RoPE and BasicRoPE: rotary position embedding, each head's q and k rotated by position; base, rotated fraction and pairing as policy parameters.
 #pragma once
 
 #include <cmath>
@@ -9,16 +9,42 @@
 
 namespace posenc {
 
-// The angle by which pair i (dimension i with i + hd/2, as GPT-NeoX and Hugging Face LLaMA pair
-// them) is rotated at a position: position · base^(−2i/hd).
-inline double rope_angle(std::size_t position, std::size_t pair, std::size_t head_dim,
+// The angle by which pair i of `rotated` dimensions is turned at a position: position · base^(−2i/rotated).
+// (With every dimension rotated, rotated = hd: GPT-NeoX's and Hugging Face LLaMA's frequencies.)
+inline double rope_angle(std::size_t position, std::size_t pair, std::size_t rotated,
                          double base = 10000.0) {
   return static_cast<double>(position) *
-         std::pow(base, -2.0 * static_cast<double>(pair) / static_cast<double>(head_dim));
+         std::pow(base, -2.0 * static_cast<double>(pair) / static_cast<double>(rotated));
 }
 
-struct RoPE {
-  static constexpr std::string_view name = "rope";
+// Which dimensions RoPE rotates together.
+enum class RopePairing {
+  rotate_half,  // dimension i with i + r/2 (GPT-NeoX, Hugging Face LLaMA)
+  interleaved,  // dimension 2i with 2i + 1 (GPT-J, the RoFormer paper)
+};
+
+// A compile-time string, so a policy's runtime name can be a template argument.
+template <std::size_t N>
+struct FixedName {
+  char text[N]{};
+  constexpr FixedName(const char (&s)[N]) {
+    for (std::size_t i = 0; i < N; ++i) text[i] = s[i];
+  }
+  constexpr std::string_view view() const { return {text, N - 1}; }
+};
+
+// RoPE with its options as policy parameters: the base, the fraction of each head's dimensions
+// rotated (the first round(fraction·hd / 2)·2; the rest pass through, as GPT-NeoX's rotary_pct),
+// and the pairing.
+template <FixedName Name, double Base = 10000.0, double Fraction = 1.0,
+          RopePairing Pairing = RopePairing::rotate_half>
+struct BasicRoPE {
+  static_assert(Base > 1.0, "RoPE: the base must exceed 1");
+  static_assert(Fraction > 0.0 && Fraction <= 1.0, "RoPE: the rotated fraction must lie in (0, 1]");
+  static constexpr std::string_view name = Name.view();
+  static constexpr double base = Base;
+  static constexpr double fraction = Fraction;
+  static constexpr RopePairing pairing = Pairing;
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
@@ -27,38 +53,39 @@ struct RoPE {
   class Attention {
     static_assert(HeadDim % 2 == 0,
                   "RoPE rotates pairs of dimensions: the head dimension Dim / Heads must be even");
-    static constexpr std::size_t half = HeadDim / 2;
 
    public:
+    static constexpr std::size_t pairs =
+        static_cast<std::size_t>(Fraction * static_cast<double>(HeadDim) / 2.0 + 0.5);
+    static_assert(pairs >= 1, "RoPE: the rotated fraction leaves no pair of dimensions to rotate");
+    static constexpr std::size_t rotated = 2 * pairs;
+
     Attention(ParameterTable&, std::string_view, std::size_t context) { extend(context); }
 
     struct Hooks {
       static constexpr bool rotates_qk = true;
       static constexpr bool biases_scores = false;
       static constexpr bool has_bias_parameters = false;
-      const S* cos;  // (positions, hd/2)
+      const S* cos;  // (positions, pairs)
       const S* sin;
 
-      // (x_i, x_{i+hd/2}) ← (x_i cos θ − x_{i+hd/2} sin θ,  x_i sin θ + x_{i+hd/2} cos θ)
-      void rotate(S* x, std::size_t pos) const {
-        const S* c = cos + pos * half;
-        const S* s = sin + pos * half;
-        for (std::size_t i = 0; i < half; ++i) {
-          const S a = x[i];
-          const S b = x[i + half];
-          x[i] = a * c[i] - b * s[i];
-          x[i + half] = a * s[i] + b * c[i];
-        }
-      }
-      // the transpose of rotate, which carries gradients back to the unrotated vector
-      void unrotate(S* g, std::size_t pos) const {
-        const S* c = cos + pos * half;
-        const S* s = sin + pos * half;
-        for (std::size_t i = 0; i < half; ++i) {
-          const S a = g[i];
-          const S b = g[i + half];
-          g[i] = a * c[i] + b * s[i];
-          g[i + half] = -a * s[i] + b * c[i];
+      // Pair p = (a, b) ← (a cos θ − b sin θ,  a sin θ + b cos θ)
+      void rotate(S* x, std::size_t pos) const { turn(x, pos, S(1)); }
+      // the transpose of rotate (a turn by −θ), which carries gradients back
+      void unrotate(S* g, std::size_t pos) const { turn(g, pos, S(-1)); }
+
+     private:
+      void turn(S* x, std::size_t pos, S direction) const {
+        const S* c = cos + pos * pairs;
+        const S* s = sin + pos * pairs;
+        for (std::size_t i = 0; i < pairs; ++i) {
+          const std::size_t ia = Pairing == RopePairing::rotate_half ? i : 2 * i;
+          const std::size_t ib = Pairing == RopePairing::rotate_half ? i + pairs : 2 * i + 1;
+          const S a = x[ia];
+          const S b = x[ib];
+          const S sn = direction * s[i];
+          x[ia] = a * c[i] - b * sn;
+          x[ib] = a * sn + b * c[i];
         }
       }
     };
@@ -71,20 +98,27 @@ struct RoPE {
    private:
     // Angles are computed in double and grow on demand, so longer sequences are rotated exactly.
     void extend(std::size_t T) {
-      const std::size_t rows = cos_.size() / half;
+      const std::size_t rows = cos_.size() / pairs;
       if (rows >= T) return;
-      cos_.resize(T * half);
-      sin_.resize(T * half);
+      cos_.resize(T * pairs);
+      sin_.resize(T * pairs);
       for (std::size_t p = rows; p < T; ++p)
-        for (std::size_t i = 0; i < half; ++i) {
-          const double angle = rope_angle(p, i, HeadDim);
-          cos_[p * half + i] = static_cast<S>(std::cos(angle));
-          sin_[p * half + i] = static_cast<S>(std::sin(angle));
+        for (std::size_t i = 0; i < pairs; ++i) {
+          const double angle = rope_angle(p, i, rotated, Base);
+          cos_[p * pairs + i] = static_cast<S>(std::cos(angle));
+          sin_[p * pairs + i] = static_cast<S>(std::sin(angle));
         }
     }
     std::vector<S> cos_;
     std::vector<S> sin_;
   };
 };
+
+// The study's RoPE: base 10000, every dimension rotated, rotate-half pairing.
+using RoPE = BasicRoPE<"rope">;
+// GPT-J's interleaved pairing.
+using RoPEInterleaved = BasicRoPE<"rope-interleaved", 10000.0, 1.0, RopePairing::interleaved>;
+// GPT-NeoX's partial rotary: a quarter of each head's dimensions rotated.
+using RoPEPartial = BasicRoPE<"rope-partial", 10000.0, 0.25>;
 
 }  // namespace posenc

@@ -1,0 +1,81 @@
+// Kerple: the logarithmic kernelized relative bias −r1_h·log(1 + r2_h·(i − j)) with learned positive r1, r2 (Chi et al. 2022).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "posenc/encodings/concept.hpp"
+
+namespace posenc {
+
+// r1 and r2 are kept positive as softplus of the stored parameters
+// "transformer.h.{l}.attn.kerple.r1" and "….r2" (Heads each), which start near 0, so r ≈ ln 2.
+struct Kerple {
+  static constexpr std::string_view name = "kerple";
+
+  template <std::floating_point S, std::size_t Dim>
+  using Embedding = NoPositionSignal<S, Dim>;
+
+  template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
+  class Attention {
+   public:
+    Attention(ParameterTable& table, std::string_view prefix, std::size_t)
+        : r1_(table.add(std::string(prefix) + "kerple.r1", {Heads}, Init::normal)),
+          r2_(table.add(std::string(prefix) + "kerple.r2", {Heads}, Init::normal)) {}
+
+    struct Hooks {
+      static constexpr bool rotates_qk = false;
+      static constexpr bool biases_scores = true;
+      static constexpr bool has_bias_parameters = true;
+      std::array<S, Heads> r1, r2;      // softplus of the parameters
+      std::array<S, Heads> dr1, dr2;    // d softplus / d parameter = sigmoid(parameter)
+      S* grad_r1;
+      S* grad_r2;
+
+      // row[j] += −r1·log(1 + r2·|i − j|)
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+        for (std::size_t j = 0; j < keys; ++j) {
+          const S d = static_cast<S>(query >= j ? query - j : j - query);
+          row[j] -= r1[head] * std::log1p(r2[head] * d);
+        }
+      }
+      // b = −r1·log(1 + r2·d)  →  db/dr1 = −log(1 + r2·d),  db/dr2 = −r1·d / (1 + r2·d),
+      // each times sigmoid(parameter) through the softplus
+      void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
+        S g1 = 0, g2 = 0;
+        for (std::size_t j = 0; j < keys; ++j) {
+          const S d = static_cast<S>(query >= j ? query - j : j - query);
+          g1 -= drow[j] * std::log1p(r2[head] * d);
+          g2 -= drow[j] * r1[head] * d / (S(1) + r2[head] * d);
+        }
+        grad_r1[head] += g1 * dr1[head];
+        grad_r2[head] += g2 * dr2[head];
+      }
+    };
+
+    Hooks bind(ParameterStore<S>& store, std::size_t) const {
+      Hooks h{};
+      const S* p1 = store.values[r1_];
+      const S* p2 = store.values[r2_];
+      for (std::size_t i = 0; i < Heads; ++i) {
+        h.r1[i] = softplus(p1[i]);
+        h.r2[i] = softplus(p2[i]);
+        h.dr1[i] = sigmoid(p1[i]);
+        h.dr2[i] = sigmoid(p2[i]);
+      }
+      h.grad_r1 = store.grads[r1_];
+      h.grad_r2 = store.grads[r2_];
+      return h;
+    }
+
+   private:
+    static S softplus(S x) { return x > S(20) ? x : std::log1p(std::exp(x)); }
+    static S sigmoid(S x) { return S(1) / (S(1) + std::exp(-x)); }
+    Slot r1_, r2_;
+  };
+};
+
+}  // namespace posenc
