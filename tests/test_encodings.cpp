@@ -22,6 +22,7 @@ static_assert(PositionalEncoding<RoPEInterleaved>);
 static_assert(PositionalEncoding<RoPEPartial>);
 static_assert(PositionalEncoding<T5Bias>);
 static_assert(PositionalEncoding<Kerple>);
+static_assert(PositionalEncoding<FIRE>);
 static_assert(!PositionalEncoding<int>);
 static_assert(!PositionalEncoding<CharTokenizer>);
 
@@ -133,7 +134,7 @@ TEST_CASE("Learned registers one trainable row per position of the training cont
 
 TEST_CASE("with_policy maps every runtime name onto its policy class") {
   CHECK(policy_names() == std::vector<std::string>{"nope", "learned", "sinusoidal", "rope", "alibi", "alibi-single",
-                                                   "rope-interleaved", "rope-partial", "t5", "kerple"});
+                                                   "rope-interleaved", "rope-partial", "t5", "kerple", "fire"});
   for (const std::string& name : policy_names())
     CHECK(with_policy(name, []<class P>() { return std::string(P::name); }) == name);
   CHECK(with_policy("learned", []<class P>() { return std::is_same_v<P, Learned>; }));
@@ -199,4 +200,36 @@ TEST_CASE("Kerple adds −r1·log(1 + r2·(i − j)) with r = softplus(parameter
   for (std::size_t j = 0; j < 6; ++j)
     CHECK(row[j] == Approx(-softplus(-1.2) * std::log(1 + softplus(-4.0) * (5.0 - j))).epsilon(1e-14));
   CHECK(row[5] == 0.0);  // no penalty at distance 0
+}
+
+TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c·x + 1)") {
+  auto shared = std::make_shared<ParameterTable>();
+  FIRE::Attention<double, 2, 4> fire(*shared, "transformer.h.0.attn.", 8);
+  ParameterStore<double> store(shared);
+  store.initialize(5);
+  CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.c")(0))) == Approx(0.1).epsilon(1e-12));
+  CHECK(store.values.view("transformer.h.0.attn.fire.threshold")(0) == 512.0);
+  Rng rng(6);
+  for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] += rng.normal(0.0, 0.5);
+  auto softplus = [](double x) { return std::log1p(std::exp(x)); };
+  const double c = softplus(store.values.view("transformer.h.0.attn.fire.c")(0));
+  const auto w1 = store.values.view("transformer.h.0.attn.fire.mlp.0.weight");
+  const auto b1 = store.values.view("transformer.h.0.attn.fire.mlp.0.bias");
+  const auto w2 = store.values.view("transformer.h.0.attn.fire.mlp.2.weight");
+  const auto b2 = store.values.view("transformer.h.0.attn.fire.mlp.2.bias");
+  auto expected = [&](std::size_t head, double x) {
+    double out = b2(head);
+    for (std::size_t u = 0; u < FIRE::hidden; ++u) out += w2(head, u) * std::max(0.0, w1(u, 0) * x + b1(u));
+    return out;
+  };
+  for (const double threshold : {512.0, 3.0}) {  // queries below L, then past it
+    store.values.view("transformer.h.0.attn.fire.threshold")(0) = threshold;  // softplus(x) ≈ x here
+    const double L = softplus(threshold);
+    std::vector<double> row(7, 0.0);
+    fire.bind(store, 7).add_bias(row.data(), 1, 6, 7);
+    for (std::size_t j = 0; j < 7; ++j) {
+      const double x = std::log1p(c * (6.0 - j)) / std::log1p(c * std::max(6.0, L));
+      CHECK(row[j] == Approx(expected(1, x)).epsilon(1e-12));
+    }
+  }
 }

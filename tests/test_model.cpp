@@ -15,7 +15,7 @@ using posenc_test::gradient_relative_error;
 using posenc_test::gradient_tolerance;
 
 #define POSENC_ALL_POLICIES \
-  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple
+  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple, FIRE
 
 namespace {
 
@@ -133,6 +133,24 @@ TEMPLATE_TEST_CASE("the whole model's gradients match finite differences", "", P
                                                analytic.data(), f);
   INFO(TestType::name << ", T = " << T << ", relative error " << error);
   CHECK(error < gradient_tolerance);
+}
+
+TEST_CASE("FIRE's gradients match finite differences also for queries past its threshold L") {
+  // With L ≈ softplus(2) = 2.13, queries 3.. normalise by ψ(i) and take the per-row path.
+  TinyModel<FIRE> model(7, 6, 3);
+  perturb_parameters(model, 4);
+  for (std::size_t l = 0; l < 2; ++l)
+    model.parameter("transformer.h." + std::to_string(l) + ".attn.fire.threshold")(0) = 2.0;
+  const Tokens x = random_tokens(2, 6, 7, 5), y = random_tokens(2, 6, 7, 6);
+  model.zero_grad();
+  model.loss(x, y);
+  model.backward();
+  const std::vector<double> analytic(model.gradients().data(), model.gradients().data() + model.parameter_count());
+  auto f = [&] { return model.loss(x, y); };
+  CHECK(gradient_relative_error(model.parameters().data(), model.parameter_count(), analytic.data(), f) <
+        gradient_tolerance);
+  CHECK(model.gradient("transformer.h.0.attn.fire.threshold")(0) != 0.0);
+  CHECK(model.gradient("transformer.h.1.attn.fire.c")(0) != 0.0);
 }
 
 TEMPLATE_TEST_CASE("causality: changing token t never changes the logits before t", "", POSENC_ALL_POLICIES) {

@@ -111,6 +111,14 @@ class PosencModel(torch.nn.Module):
             if self.policy == "t5":
                 table = w[p + "attn.relative_attention_bias.weight"]  # (buckets, H)
                 layer_bias = table[t5_bucket(distance)].permute(2, 0, 1)
+            elif self.policy == "fire":
+                c = F.softplus(w[p + "attn.fire.c"])
+                L = F.softplus(w[p + "attn.fire.threshold"])
+                psi = lambda z: torch.log1p(c * z)
+                i = pos[:, None].float().expand(T, T)
+                u = psi(distance.float()) / psi(torch.maximum(i, L))
+                hidden = torch.relu(u[..., None] * w[p + "attn.fire.mlp.0.weight"][:, 0] + w[p + "attn.fire.mlp.0.bias"])
+                layer_bias = (hidden @ w[p + "attn.fire.mlp.2.weight"].T + w[p + "attn.fire.mlp.2.bias"]).permute(2, 0, 1)
             elif self.policy == "kerple":
                 r1 = F.softplus(w[p + "attn.kerple.r1"])[:, None, None]
                 r2 = F.softplus(w[p + "attn.kerple.r2"])[:, None, None]

@@ -11,6 +11,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/encodings/alibi.hpp"
+#include "posenc/encodings/fire.hpp"
 #include "posenc/encodings/kerple.hpp"
 #include "posenc/encodings/learned.hpp"
 #include "posenc/encodings/nope.hpp"
@@ -23,7 +24,7 @@ namespace posenc {
 
 // Every policy a name can select; adding a policy here makes it reachable from the command line.
 using AllPolicies = std::tuple<NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved,
-                               RoPEPartial, T5Bias, Kerple>;
+                               RoPEPartial, T5Bias, Kerple, FIRE>;
 
 inline std::vector<std::string> policy_names() {
   return std::apply([](auto... p) { return std::vector<std::string>{std::string(decltype(p)::name)...}; },

@@ -17,6 +17,7 @@
 
 #include "posenc/encodings/alibi.hpp"
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/fire.hpp"
 #include "posenc/encodings/kerple.hpp"
 #include "posenc/encodings/learned.hpp"
 #include "posenc/encodings/nope.hpp"

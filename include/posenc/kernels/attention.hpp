@@ -18,7 +18,9 @@ namespace posenc {
 //                        adds bias(head, query, key) to row[key] for key = 0..keys−1
 //                        (keys = query + 1 under the causal mask, T without it)
 //   has_bias_parameters: void bias_backward(const S* drow, std::size_t head, std::size_t query,
-//                        std::size_t keys): adds the row's gradient into the bias parameters' gradients
+//                        std::size_t keys): adds the row's gradient into the bias parameters' gradients;
+//                        optionally void finish_backward(), called once after every row, for hooks
+//                        that gather the rows' gradients first (FIRE)
 struct NoAttentionHooks {
   static constexpr bool rotates_qk = false;
   static constexpr bool biases_scores = false;
@@ -137,6 +139,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       }
     }
   }
+  if constexpr (Hooks::has_bias_parameters && requires { hooks.finish_backward(); }) hooks.finish_backward();
 }
 
 // One new query against the keys and values cached for positions 0..P−1, the query's own at P−1

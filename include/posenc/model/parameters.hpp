@@ -16,8 +16,8 @@
 namespace posenc {
 
 // How a parameter starts: the model's rule is weights and embeddings N(0, 0.02), biases 0,
-// layer-norm gains 1.
-enum class Init { normal, zeros, ones };
+// layer-norm gains 1; a policy's own scalars may start at a constant of their choosing.
+enum class Init { normal, zeros, ones, constant };
 inline constexpr double init_std = 0.02;
 
 // Where one named tensor lives inside a flat buffer.
@@ -31,18 +31,19 @@ struct ParameterInfo {
   std::vector<std::size_t> shape;  // linear weights are (out, in), as PyTorch stores them
   Init init = Init::zeros;
   Slot slot;
+  double init_value = 0;  // for Init::constant
 };
 
 // The one table from which every flat buffer's named views are generated. Entries are laid out
 // in the order they are added.
 class ParameterTable {
  public:
-  Slot add(std::string name, std::vector<std::size_t> shape, Init init) {
+  Slot add(std::string name, std::vector<std::size_t> shape, Init init, double init_value = 0) {
     if (contains(name)) fail("ParameterTable: the tensor name '", name, "' is already taken");
     std::size_t size = 1;
     for (std::size_t extent : shape) size *= extent;
     const Slot slot{total_, size};
-    entries_.push_back(ParameterInfo{std::move(name), std::move(shape), init, slot});
+    entries_.push_back(ParameterInfo{std::move(name), std::move(shape), init, slot, init_value});
     total_ += size;
     return slot;
   }
@@ -116,6 +117,7 @@ struct ParameterStore {
           case Init::normal: p[i] = static_cast<S>(rng.normal(0.0, init_std)); break;
           case Init::zeros: p[i] = S(0); break;
           case Init::ones: p[i] = S(1); break;
+          case Init::constant: p[i] = static_cast<S>(e.init_value); break;
         }
       }
     }

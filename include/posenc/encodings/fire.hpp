@@ -1,0 +1,159 @@
+// FIRE: attention biases from a small per-layer MLP of the normalised, log-transformed distance (Li et al. 2023).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/encodings/concept.hpp"
+
+namespace posenc {
+
+// b_h(i, j) = f_θ(ψ(i − j) / ψ(max(i, L)))_h with ψ(x) = log(c·x + 1) and f_θ: R → R^H an MLP with
+// one hidden layer of 32 ReLU units. c and the threshold L are learned, kept positive as softplus of
+// the stored "fire.c" and "fire.threshold" (starting at c = 0.1 and L = 512, the paper's values);
+// the MLP is "fire.mlp.0.{weight,bias}" (32, 1), (32) and "fire.mlp.2.{weight,bias}" (H, 32), (H).
+struct FIRE {
+  static constexpr std::string_view name = "fire";
+  static constexpr std::size_t hidden = 32;
+  static constexpr double initial_c = 0.1;
+  static constexpr double initial_threshold = 512.0;
+
+  template <std::floating_point S, std::size_t Dim>
+  using Embedding = NoPositionSignal<S, Dim>;
+
+  template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
+  class Attention {
+   public:
+    Attention(ParameterTable& table, std::string_view prefix, std::size_t)
+        : w1_(table.add(std::string(prefix) + "fire.mlp.0.weight", {hidden, 1}, Init::normal)),
+          b1_(table.add(std::string(prefix) + "fire.mlp.0.bias", {hidden}, Init::zeros)),
+          w2_(table.add(std::string(prefix) + "fire.mlp.2.weight", {Heads, hidden}, Init::normal)),
+          b2_(table.add(std::string(prefix) + "fire.mlp.2.bias", {Heads}, Init::zeros)),
+          c_(table.add(std::string(prefix) + "fire.c", {1}, Init::constant, std::log(std::expm1(initial_c)))),
+          threshold_(table.add(std::string(prefix) + "fire.threshold", {1}, Init::constant, initial_threshold)) {}
+
+    struct Hooks {
+      static constexpr bool rotates_qk = false;
+      static constexpr bool biases_scores = true;
+      static constexpr bool has_bias_parameters = true;
+      const S *w1, *b1, *w2, *b2;
+      S *gw1, *gb1, *gw2, *gb2, *gc_raw, *gthreshold_raw;
+      S c, threshold, dc_draw, dthreshold_draw;  // softplus values and their slopes
+      const S* by_distance;                       // (T, Heads): f(ψ(d)/ψ(L)), for queries below L
+      S* grad_by_distance;                        // (T, Heads): its accumulated gradient
+
+      S psi(S x) const { return std::log1p(c * x); }
+      bool below_threshold(std::size_t query) const { return static_cast<S>(query) < threshold; }
+
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+        if (below_threshold(query)) {
+          for (std::size_t j = 0; j < keys; ++j) row[j] += by_distance[distance(query, j) * Heads + head];
+          return;
+        }
+        const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
+        for (std::size_t j = 0; j < keys; ++j) {
+          const S x = psi(static_cast<S>(distance(query, j))) / norm;
+          S out = b2[head];
+          for (std::size_t u = 0; u < hidden; ++u) out += w2[head * hidden + u] * std::max(S(0), w1[u] * x + b1[u]);
+          row[j] += out;
+        }
+      }
+
+      // Rows below the threshold share one value per distance: their gradients are summed per
+      // distance here and carried through the MLP once, in finish_backward.
+      void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
+        if (below_threshold(query)) {
+          for (std::size_t j = 0; j < keys; ++j) grad_by_distance[distance(query, j) * Heads + head] += drow[j];
+          return;
+        }
+        const S norm = psi(static_cast<S>(query));
+        for (std::size_t j = 0; j < keys; ++j) {
+          const S d = static_cast<S>(distance(query, j));
+          const S x = psi(d) / norm;
+          // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)²
+          const S i = static_cast<S>(query);
+          const S dx_dc = (d / (c * d + 1)) / norm - psi(d) * (i / (c * i + 1)) / (norm * norm);
+          backprop_mlp(drow[j], head, x, dx_dc, S(0));
+        }
+      }
+
+      void finish_backward() {
+        const S norm = psi(threshold);
+        for (std::size_t d = 0; d < distances; ++d) {
+          const S x = psi(static_cast<S>(d)) / norm;
+          // x = ψ(d)/ψ(L)  →  dx/dc as above with i = L, and dx/dL = −ψ(d)·(c/(cL+1))/ψ(L)²
+          const S dx_dc = (static_cast<S>(d) / (c * static_cast<S>(d) + 1)) / norm -
+                          psi(static_cast<S>(d)) * (threshold / (c * threshold + 1)) / (norm * norm);
+          const S dx_dthreshold = -psi(static_cast<S>(d)) * (c / (c * threshold + 1)) / (norm * norm);
+          for (std::size_t h = 0; h < Heads; ++h)
+            if (const S g = grad_by_distance[d * Heads + h]; g != S(0)) backprop_mlp(g, h, x, dx_dc, dx_dthreshold);
+        }
+      }
+
+      std::size_t distances = 0;
+
+     private:
+      static std::size_t distance(std::size_t i, std::size_t j) { return i >= j ? i - j : j - i; }
+
+      // out_h = b2_h + Σ_u w2_hu·relu(w1_u·x + b1_u), with x a function of c and L
+      void backprop_mlp(S g, std::size_t head, S x, S dx_dc, S dx_dthreshold) {
+        gb2[head] += g;
+        S dx = 0;
+        for (std::size_t u = 0; u < hidden; ++u) {
+          const S z = w1[u] * x + b1[u];
+          if (z <= S(0)) continue;  // relu: no gradient where the unit is off
+          gw2[head * hidden + u] += g * z;
+          const S dz = g * w2[head * hidden + u];
+          gw1[u] += dz * x;
+          gb1[u] += dz;
+          dx += dz * w1[u];
+        }
+        *gc_raw += dx * dx_dc * dc_draw;
+        *gthreshold_raw += dx * dx_dthreshold * dthreshold_draw;
+      }
+    };
+
+    Hooks bind(ParameterStore<S>& store, std::size_t T) {
+      const auto& p = store.values;
+      auto& g = store.grads;
+      Hooks h{};
+      h.w1 = p[w1_], h.b1 = p[b1_], h.w2 = p[w2_], h.b2 = p[b2_];
+      h.gw1 = g[w1_], h.gb1 = g[b1_], h.gw2 = g[w2_], h.gb2 = g[b2_];
+      h.gc_raw = g[c_], h.gthreshold_raw = g[threshold_];
+      const S c_raw = p[c_][0], threshold_raw = p[threshold_][0];
+      h.c = softplus(c_raw);
+      h.threshold = softplus(threshold_raw);
+      h.dc_draw = sigmoid(c_raw);
+      h.dthreshold_draw = sigmoid(threshold_raw);
+      // The shared values of the rows below the threshold, one per distance and head.
+      by_distance_.assign(T * Heads, S(0));
+      grad_by_distance_.assign(T * Heads, S(0));
+      const S norm = std::log1p(h.c * h.threshold);
+      for (std::size_t d = 0; d < T; ++d) {
+        const S x = std::log1p(h.c * static_cast<S>(d)) / norm;
+        for (std::size_t head = 0; head < Heads; ++head) {
+          S out = h.b2[head];
+          for (std::size_t u = 0; u < hidden; ++u)
+            out += h.w2[head * hidden + u] * std::max(S(0), h.w1[u] * x + h.b1[u]);
+          by_distance_[d * Heads + head] = out;
+        }
+      }
+      h.by_distance = by_distance_.data();
+      h.grad_by_distance = grad_by_distance_.data();
+      h.distances = T;
+      return h;
+    }
+
+   private:
+    static S softplus(S x) { return x > S(20) ? x : std::log1p(std::exp(x)); }
+    static S sigmoid(S x) { return S(1) / (S(1) + std::exp(-x)); }
+    Slot w1_, b1_, w2_, b2_, c_, threshold_;
+    std::vector<S> by_distance_, grad_by_distance_;
+  };
+};
+
+}  // namespace posenc
