@@ -103,16 +103,16 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
   }
   auto save = [&](const EvalRecord& r) {
     records.push_back(r);
-    // The checkpoint first, then the optimizer state that names its step: an interruption
-    // between them leaves the previous, complete pair to resume from.
+    // The checkpoint and the log first, the optimizer state that names their step last: an
+    // interruption anywhere leaves a complete state to resume from (records past it are dropped).
     save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed);
+    std::string log;
+    for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
+    write_file_atomically(run.log(), log);
     save_optimizer_state(run.optimizer(), trainer.optimizer(),
                          {{"sampler_state", trainer.sampler().rng().state()},
                           {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
                           {"train_seconds", std::to_string(trainer.train_seconds())}});
-    std::string log;
-    for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
-    write_file_atomically(run.log(), log);
     callbacks.on_eval(r);
   };
   trainer.run(callbacks.on_step, save);
