@@ -1,4 +1,4 @@
-// set_num_threads() and default_num_threads(): how many cores posenc's kernels (and OpenBLAS under them) use.
+// set_num_threads() and default_num_threads(): how many cores posenc's kernels use (OpenMP threads, each running single-threaded OpenBLAS).
 #pragma once
 
 #include <cstdlib>
@@ -6,6 +6,10 @@
 #include <thread>
 
 #include "posenc/config.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 // OpenBLAS's own control, declared weak so that posenc still links against another BLAS.
 extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
@@ -27,9 +31,33 @@ inline int default_num_threads() {
   return cores == 0 ? 1 : static_cast<int>(cores);
 }
 
+namespace detail {
+inline int& configured_threads() {
+  static int n = 0;  // 0: not configured yet
+  return n;
+}
+}  // namespace detail
+
+// With OpenMP (the build posenc's CMake target gives): n OpenMP threads split every kernel, GEMMs
+// included, and OpenBLAS runs single-threaded inside them, so the two thread pools never compete
+// for the cores. Without OpenMP: the kernels run on one thread and OpenBLAS uses n.
 inline void set_num_threads(int n) {
   if (n < 1) fail("thread count must be at least 1, got ", n);
+#if defined(_OPENMP)
+  omp_set_num_threads(n);
+  if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
+#else
   if (openblas_set_num_threads != nullptr) openblas_set_num_threads(n);
+#endif
+  detail::configured_threads() = n;
+}
+
+// The thread count in force; the first call without a set_num_threads() before it applies
+// default_num_threads(). Models call it when built, so an unconfigured program still gets
+// every core and no oversubscription.
+inline int num_threads() {
+  if (detail::configured_threads() == 0) set_num_threads(default_num_threads());
+  return detail::configured_threads();
 }
 
 }  // namespace posenc

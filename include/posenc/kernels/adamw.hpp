@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "posenc/kernels/parallel.hpp"
+
 namespace posenc {
 
 struct AdamWConfig {
@@ -28,14 +30,21 @@ void adamw_update(S* params, const S* grads, S* m, S* v, std::size_t n, std::int
   const S step_size = static_cast<S>(cfg.lr / bias_correction1);
   const S bc2_sqrt = static_cast<S>(std::sqrt(bias_correction2));
   const S eps = static_cast<S>(cfg.eps);
-  for (std::size_t i = 0; i < n; ++i) {
-    const S g = grads[i];
-    params[i] *= decay;
-    m[i] = b1 * m[i] + (S(1) - b1) * g;
-    v[i] = b2 * v[i] + (S(1) - b2) * g * g;
-    const S denom = std::sqrt(v[i]) / bc2_sqrt + eps;  // eps outside the square root
-    params[i] -= step_size * m[i] / denom;
-  }
+  // Every element is independent, so the threads split the buffers and each runs the same
+  // element-wise arithmetic: the result does not depend on the thread count.
+  parallel_for_chunks(n, [&](std::size_t i0, std::size_t i1) {
+    POSENC_OMP(omp simd)
+    for (std::size_t i = i0; i < i1; ++i) {
+      const S g = grads[i];
+      S p = params[i] * decay;
+      const S mi = b1 * m[i] + (S(1) - b1) * g;
+      const S vi = b2 * v[i] + (S(1) - b2) * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      const S denom = std::sqrt(vi) / bc2_sqrt + eps;  // eps outside the square root
+      params[i] = p - step_size * mi / denom;
+    }
+  }, 1024, 16384);
 }
 
 }  // namespace posenc

@@ -14,12 +14,17 @@
 #include "posenc/encodings/concept.hpp"
 #include "posenc/kernels/cross_entropy.hpp"
 #include "posenc/kernels/embedding.hpp"
+#include "posenc/kernels/fast_cross_entropy.hpp"
+#include "posenc/kernels/fast_layernorm.hpp"
+#include "posenc/kernels/fast_linear.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
+#include "posenc/kernels/profile.hpp"
 #include "posenc/model/decoder_block.hpp"
 #include "posenc/model/kv_cache.hpp"
 #include "posenc/model/parameters.hpp"
 #include "posenc/tensor.hpp"
+#include "posenc/threads.hpp"
 #include "posenc/train/adamw.hpp"
 
 namespace posenc {
@@ -30,6 +35,11 @@ struct ModelConfig {
   std::size_t max_context = 0;  // the longest sequence accepted; 0 means 16 × context
   std::uint64_t seed = 1337;    // initialisation
   bool causal = true;           // false: bidirectional attention, for tests of what the mask hides
+  // Sequences per forward/backward pass: a batch of B is processed in ⌈B/chunk⌉ passes, so the
+  // saved activations (most of the memory) are those of `chunk` sequences whatever B is, and
+  // evaluation keeps only one chunk's. Gradients are the batch's either way (up to rounding).
+  // 0 means the whole batch in one pass.
+  std::size_t chunk = 8;
 };
 
 // token embedding + the policy's position signal → Layers × DecoderBlock → final LN → lm_head.
@@ -71,58 +81,40 @@ class CharTransformer {
                                       : default_max_context_factor * config.context;
     max_context_ = std::min(requested, position_.max_positions());
     store_.initialize(config.seed);
+    num_threads();  // applies the default thread count if the program has not chosen one
   }
 
   // logits (B,T,V) for inputs (B,T); the view stays valid until the next forward
   TensorView<const S> forward(const Tokens& inputs) {
-    run_forward(inputs);
+    begin_batch(inputs);
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) chunk_forward(b0);
     return view_of<const S>(ws_.logits.data(), {ws_.B, ws_.T, vocab_size()});
   }
 
-  // The mean cross-entropy of predicting targets (B,T) from inputs (B,T); keeps what backward needs.
+  // The mean cross-entropy of predicting targets (B,T) from inputs (B,T); backward() then gives
+  // its gradient (recomputing the activations of every chunk but the last, which it keeps).
   S loss(const Tokens& inputs, const Tokens& targets) {
-    if (targets.shape() != inputs.shape())
-      fail("CharTransformer::loss: targets shape (", targets.shape()[0], ",", targets.shape()[1],
-           ") does not match inputs shape (", inputs.shape()[0], ",", inputs.shape()[1], ")");
-    check_tokens(targets, "targets");
-    run_forward(inputs);
-    ws_.targets.assign(targets.begin(), targets.end());
-    ws_.probs.resize(ws_.logits.size());
-    const S value = cross_entropy_forward(ws_.probs.data(), ws_.logits.data(), ws_.targets.data(),
-                                          ws_.B * ws_.T, vocab_size());
+    begin_batch(inputs, &targets);
+    double total = 0;  // summed over targets
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
+      chunk_forward(b0);
+      total += chunk_loss(b0);
+    }
     ws_.has_loss = true;
-    return value;
+    return static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
   }
 
   // Adds d(loss)/d(parameter) into the gradients, for the batch of the last loss().
   void backward() {
     if (!ws_.has_loss) fail("CharTransformer::backward: call loss(inputs, targets) first");
-    const std::size_t B = ws_.B, T = ws_.T, N = B * T, V = vocab_size();
-    const auto& p = store_.values;
-    auto& g = store_.grads;
-    ws_.dlogits.assign(N * V, S(0));
-    ws_.dlnf.assign(N * Dim, S(0));
-    ws_.dx.assign(N * Dim, S(0));
-    ws_.dx_next.resize(N * Dim);
-    ws_.scratch.resize(B, T, Dim, Heads);
-    // loss = cross_entropy(logits)
-    cross_entropy_backward(ws_.dlogits.data(), ws_.probs.data(), ws_.targets.data(), N, V);
-    // logits = lm_head(lnf)
-    linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_], ws_.dlogits.data(),
-                    ws_.lnf.data(), p[lm_head_w_], N, Dim, V);
-    // lnf = ln_f(x[L])
-    layernorm_backward(ws_.dx.data(), g[ln_f_w_], g[ln_f_b_], ws_.dlnf.data(), residual(Layers),
-                       p[ln_f_w_], ws_.lnf_mean.data(), ws_.lnf_rstd.data(), N, Dim);
-    // x[l+1] = block_l(x[l])
-    for (std::size_t l = Layers; l-- > 0;) {
-      std::fill(ws_.dx_next.begin(), ws_.dx_next.end(), S(0));
-      blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch,
-                          store_, B, T);
-      std::swap(ws_.dx, ws_.dx_next);
+    // the chunk whose activations are still saved first, then the others recomputed
+    const std::size_t chunks = (ws_.B + ws_.chunk - 1) / ws_.chunk;
+    for (std::size_t c = chunks; c-- > 0;) {
+      const std::size_t b0 = c * ws_.chunk;
+      if (ws_.saved_chunk != b0) chunk_forward(b0);
+      chunk_loss(b0);
+      chunk_backward(b0);
     }
-    // x[0] = wte[inputs] + position table
-    embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), ws_.inputs.data(),
-                       B, T, Dim);
   }
 
   // An empty key/value cache for one sequence of up to max_context() positions.
@@ -156,13 +148,25 @@ class CharTransformer {
     return view_of<const S>(ws_.step_logits.data(), {vocab_size()});
   }
 
-  void zero_grad() { store_.grads.fill(S(0)); }
+  void zero_grad() {
+    POSENC_PROFILE_SCOPE("optimizer: zero_grad");
+    store_.grads.fill(S(0));
+  }
 
   // zero_grad, loss, backward and one optimizer step; returns the batch's loss before the step.
+  // Each chunk's forward is followed by its backward, so nothing is computed twice.
   S train_step(const Tokens& inputs, const Tokens& targets, Optimizer& optimizer) {
     zero_grad();
-    const S value = loss(inputs, targets);
-    backward();
+    begin_batch(inputs, &targets);
+    double total = 0;
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
+      chunk_forward(b0);
+      total += chunk_loss(b0);
+      chunk_backward(b0);
+    }
+    ws_.has_loss = true;
+    const auto value = static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
+    POSENC_PROFILE_SCOPE("optimizer: adamw");
     optimizer.step(store_);
     return value;
   }
@@ -187,17 +191,23 @@ class CharTransformer {
 
  private:
   struct Workspace {
-    std::size_t B = 0, T = 0;
+    std::size_t B = 0, T = 0;                      // the batch
+    std::size_t chunk = 0;                         // sequences per pass (≤ B)
+    std::size_t rows = 0;                          // chunk·T: the positions of one full chunk
+    std::size_t saved_chunk = npos;                // first sequence of the chunk whose activations are saved
     bool has_loss = false;
     std::vector<TokenId> inputs, targets;          // (B,T)
-    std::vector<S> residual;                       // (Layers+1, B,T,D): x[0] embeddings, x[l+1] block l
+    std::vector<S> logits;                         // (B,T,V)
+    // one chunk (n ≤ chunk sequences, N = n·T positions):
+    std::vector<S> residual;                       // (Layers+1, N,D): x[0] embeddings, x[l+1] block l
     std::vector<BlockActivations<S>> blocks;       // one per layer
-    std::vector<S> lnf, lnf_mean, lnf_rstd;        // (B,T,D), (B,T), (B,T)
-    std::vector<S> logits, probs;                  // (B,T,V)
-    std::vector<S> dlogits, dlnf, dx, dx_next;     // backward
+    std::vector<S> lnf, lnf_mean, lnf_rstd;        // (N,D), (N), (N)
+    std::vector<S> probs, dlogits;                 // (N,V)
+    std::vector<S> dlnf, dx, dx_next;              // (N,D) backward
     std::vector<S> step_ln, step_logits;           // forward_step: (D), (V)
     BlockScratch<S> scratch;
   };
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
   static ModelConfig checked(const ModelConfig& c) {
     if (c.vocab_size == 0) fail("CharTransformer: vocab_size must be positive");
@@ -237,31 +247,121 @@ class CharTransformer {
       }
   }
 
-  S* residual(std::size_t l) { return ws_.residual.data() + l * ws_.B * ws_.T * Dim; }
+  S* residual(std::size_t l) { return ws_.residual.data() + l * ws_.rows * Dim; }
+  std::size_t chunk_size(std::size_t b0) const { return std::min(ws_.chunk, ws_.B - b0); }
 
-  void run_forward(const Tokens& inputs) {
+  // Checks and keeps a batch, and sizes the workspace for its chunks (growing only).
+  void begin_batch(const Tokens& inputs, const Tokens* targets = nullptr) {
     check_tokens(inputs, "inputs");
-    const std::size_t B = inputs.shape()[0], T = inputs.shape()[1], N = B * T;
+    if (targets != nullptr) {
+      if (targets->shape() != inputs.shape())
+        fail("CharTransformer::loss: targets shape (", targets->shape()[0], ",", targets->shape()[1],
+             ") does not match inputs shape (", inputs.shape()[0], ",", inputs.shape()[1], ")");
+      check_tokens(*targets, "targets");
+    }
+    const std::size_t B = inputs.shape()[0], T = inputs.shape()[1];
     const std::size_t V = vocab_size();
     ws_.B = B;
     ws_.T = T;
+    ws_.chunk = config_.chunk == 0 ? B : std::min(config_.chunk, B);
+    ws_.rows = ws_.chunk * T;
+    ws_.saved_chunk = npos;
     ws_.has_loss = false;
     ws_.inputs.assign(inputs.begin(), inputs.end());
+    if (targets != nullptr) ws_.targets.assign(targets->begin(), targets->end());
+    ws_.logits.resize(B * T * V);
+    const std::size_t N = ws_.rows;
     ws_.residual.resize((Layers + 1) * N * Dim);
     ws_.blocks.resize(Layers);
-    for (auto& act : ws_.blocks) act.resize(B, T, Dim, Heads);
+    for (auto& act : ws_.blocks) act.resize(ws_.chunk, T, Dim, Heads);
     ws_.lnf.resize(N * Dim);
     ws_.lnf_mean.resize(N);
     ws_.lnf_rstd.resize(N);
-    ws_.logits.resize(N * V);
+    ws_.probs.resize(N * V);
+    ws_.dlogits.resize(N * V);
+    ws_.dlnf.resize(N * Dim);
+    ws_.dx.resize(N * Dim);
+    ws_.dx_next.resize(N * Dim);
+    ws_.scratch.resize(ws_.chunk, T, Dim, Heads);
+  }
+
+  // Forward for sequences [b0, b0+n) of the batch: saves their activations, writes their logits.
+  void chunk_forward(std::size_t b0) {
+    const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
     const auto& p = store_.values;
-    embedding_forward(residual(0), ws_.inputs.data(), p[wte_], position_.positions(store_, T), B,
-                      T, Dim, V);
+    S* logits = ws_.logits.data() + b0 * T * V;
+    {
+      POSENC_PROFILE_SCOPE("forward: embedding");
+      embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
+                        position_.positions(store_, T), n, T, Dim, V);
+    }
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, B, T);
-    layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(), ws_.lnf_rstd.data(), residual(Layers),
-                      p[ln_f_w_], p[ln_f_b_], N, Dim);
-    linear_forward(ws_.logits.data(), ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V);
+      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T);
+    {
+      POSENC_PROFILE_SCOPE("forward: layernorm");
+      fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(), ws_.lnf_rstd.data(),
+                              residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim);
+    }
+    POSENC_PROFILE_SCOPE("forward: linear lm_head");
+    fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V);
+    ws_.saved_chunk = b0;
+  }
+
+  // The chunk's summed cross-entropy (double); leaves its softmax in ws_.probs for backward.
+  double chunk_loss(std::size_t b0) {
+    POSENC_PROFILE_SCOPE("forward: cross-entropy");
+    const std::size_t N = chunk_size(b0) * ws_.T, V = vocab_size();
+    const S mean = fast::cross_entropy_forward(ws_.probs.data(), ws_.logits.data() + b0 * ws_.T * V,
+                                               ws_.targets.data() + b0 * ws_.T, N, V);
+    return static_cast<double>(mean) * static_cast<double>(N);
+  }
+
+  // Adds the chunk's share of d(batch loss)/d(parameter) into the gradients; needs the chunk's
+  // activations (chunk_forward) and softmax (chunk_loss).
+  void chunk_backward(std::size_t b0) {
+    const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
+    const auto& p = store_.values;
+    auto& g = store_.grads;
+    const TokenId* inputs = ws_.inputs.data() + b0 * T;
+    {
+      POSENC_PROFILE_SCOPE("backward: zero scratch");
+      std::fill(ws_.dlogits.begin(), ws_.dlogits.begin() + static_cast<std::ptrdiff_t>(N * V), S(0));
+      std::fill(ws_.dlnf.begin(), ws_.dlnf.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
+      std::fill(ws_.dx.begin(), ws_.dx.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: cross-entropy");
+      // loss = (1/(B·T)) Σ over the batch: this chunk's N terms carry weight N/(B·T) of its mean
+      const S share = static_cast<S>(static_cast<double>(N) / static_cast<double>(ws_.B * T));
+      fast::cross_entropy_backward(ws_.dlogits.data(), ws_.probs.data(), ws_.targets.data() + b0 * T,
+                                   N, V, share);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: linear lm_head");
+      // logits = lm_head(lnf)
+      fast::linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_], ws_.dlogits.data(),
+                            ws_.lnf.data(), p[lm_head_w_], N, Dim, V);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: layernorm");
+      // lnf = ln_f(x[L])
+      fast::layernorm_backward(ws_.dx.data(), g[ln_f_w_], g[ln_f_b_], ws_.dlnf.data(),
+                               residual(Layers), p[ln_f_w_], ws_.lnf_mean.data(),
+                               ws_.lnf_rstd.data(), N, Dim);
+    }
+    // x[l+1] = block_l(x[l])
+    for (std::size_t l = Layers; l-- > 0;) {
+      {
+        POSENC_PROFILE_SCOPE("backward: zero scratch");
+        std::fill(ws_.dx_next.begin(), ws_.dx_next.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
+      }
+      blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch,
+                          store_, n, T);
+      std::swap(ws_.dx, ws_.dx_next);
+    }
+    POSENC_PROFILE_SCOPE("backward: embedding");
+    // x[0] = wte[inputs] + position table
+    embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim);
   }
 
   ModelConfig config_;

@@ -9,9 +9,15 @@
 
 #include "posenc/encodings/concept.hpp"
 #include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/fast_attention.hpp"
+#include "posenc/kernels/fast_gelu.hpp"
+#include "posenc/kernels/fast_layernorm.hpp"
+#include "posenc/kernels/fast_linear.hpp"
 #include "posenc/kernels/gelu.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
+#include "posenc/kernels/parallel.hpp"
+#include "posenc/kernels/profile.hpp"
 #include "posenc/model/parameters.hpp"
 
 namespace posenc {
@@ -38,21 +44,22 @@ struct BlockActivations {
   }
 };
 
-// Gradient buffers a block's backward works in; one set serves every layer.
+// Gradient buffers a block's backward works in; one set serves every layer. Buffers whose
+// lifetimes do not overlap share memory: `small` holds dln2, then datty, then dln1; `big` holds
+// dfch_gelu, turned into dfch in place, then dqkv.
 template <std::floating_point S>
 struct BlockScratch {
-  std::vector<S> dres1, dln2, datty, dln1;  // (N,D)
-  std::vector<S> dqkv;                      // (N,3D)
-  std::vector<S> dfch, dfch_gelu;           // (N,4D)
-  std::vector<S> attention;                 // attention_scratch_size(T, D, H)
+  std::vector<S> dres1;      // (N,D)
+  std::vector<S> small;      // (N,D)
+  std::vector<S> big;        // (N,4D)
+  std::vector<S> attention;  // fast::attention_scratch_size(T, D, H, threads)
 
   void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H) {
     const std::size_t N = B * T;
-    for (auto* v : {&dres1, &dln2, &datty, &dln1}) v->resize(N * D);
-    dqkv.resize(N * 3 * D);
-    dfch.resize(N * 4 * D);
-    dfch_gelu.resize(N * 4 * D);
-    attention.resize(attention_scratch_size(T, D, H));
+    dres1.resize(N * D);
+    small.resize(N * D);
+    big.resize(N * 4 * D);
+    attention.resize(fast::attention_scratch_size(T, D, H, max_parallel_threads()));
   }
 };
 
@@ -74,12 +81,6 @@ struct StepScratch {
   }
 };
 
-namespace detail {
-template <class S>
-void zero(std::vector<S>& v) {
-  std::fill(v.begin(), v.end(), S(0));
-}
-}  // namespace detail
 
 // LN → causal multi-head self-attention → residual → LN → MLP (D → 4D → D, GELU tanh) → residual.
 // Parameters are registered under nanoGPT's names, "transformer.h.{layer}.…".
@@ -102,25 +103,59 @@ class DecoderBlock {
         position_(table, prefix(layer) + "attn.", context),
         causal_(causal) {}
 
-  // out (B,T,D), inp (B,T,D)
+  // out (B,T,D), inp (B,T,D). The training path: posenc::fast kernels, which tests/
+  // test_fast_kernels.cpp checks against the reference kernels.
   void forward(S* out, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
                std::size_t T) {
     const std::size_t N = B * T;
     const auto& p = store.values;
-    layernorm_forward(act.ln1.data(), act.ln1_mean.data(), act.ln1_rstd.data(), inp, p[w_.ln_1_w],
-                      p[w_.ln_1_b], N, Dim);
-    linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim, 3 * Dim);
-    attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T, Dim, Heads,
-                      position_.bind(store, T), causal_);
-    linear_forward(act.res1.data(), act.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim,
-                   Dim);
-    for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i];
-    layernorm_forward(act.ln2.data(), act.ln2_mean.data(), act.ln2_rstd.data(), act.res1.data(),
-                      p[w_.ln_2_w], p[w_.ln_2_b], N, Dim);
-    linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim, 4 * Dim);
-    gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim);
-    linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], N, 4 * Dim, Dim);
-    for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i];
+    {
+      POSENC_PROFILE_SCOPE("forward: layernorm");
+      fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(), act.ln1_rstd.data(), inp,
+                              p[w_.ln_1_w], p[w_.ln_1_b], N, Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: linear qkv");
+      fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim,
+                           3 * Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: attention");
+      fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T, Dim, Heads,
+                              position_.bind(store, T), causal_);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: linear attn proj");
+      fast::linear_forward(act.res1.data(), act.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b],
+                           N, Dim, Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: residual add");
+      for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i];
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: layernorm");
+      fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(), act.ln2_rstd.data(),
+                              act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: linear mlp fc");
+      fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim,
+                           4 * Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: gelu");
+      fast::gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: linear mlp proj");
+      fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], N,
+                           4 * Dim, Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("forward: residual add");
+      for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i];
+    }
   }
 
   // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them
@@ -129,29 +164,59 @@ class DecoderBlock {
     const std::size_t N = B * T;
     const auto& p = store.values;
     auto& g = store.grads;
-    for (auto* v : {&sc.dfch_gelu, &sc.dfch, &sc.dln2, &sc.datty, &sc.dqkv, &sc.dln1})
-      detail::zero(*v);
+    // Every scratch gradient below is written whole by the first kernel that produces it (the
+    // overwrite flags), so none needs zeroing.
+    S* dfch = sc.big.data();     // dfch_gelu, then dfch in place
+    S* dqkv = sc.big.data();     // once dfch is consumed
+    S* dsmall = sc.small.data(); // dln2, then datty, then dln1
     // out = res1 + mlp_proj(gelu(fc(ln2(res1))))
     std::copy(dout, dout + N * Dim, sc.dres1.begin());
-    linear_backward(sc.dfch_gelu.data(), g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout,
-                    act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim);
-    gelu_backward(sc.dfch.data(), act.fch.data(), sc.dfch_gelu.data(), N * 4 * Dim);
-    linear_backward(sc.dln2.data(), g[w_.c_fc_w], g[w_.c_fc_b], sc.dfch.data(), act.ln2.data(),
-                    p[w_.c_fc_w], N, Dim, 4 * Dim);
-    layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], sc.dln2.data(),
-                       act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
-                       Dim);
-    // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
-    for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i];
-    linear_backward(sc.datty.data(), g[w_.attn_proj_w], g[w_.attn_proj_b], sc.dres1.data(),
-                    act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim);
-    auto hooks = position_.bind(store, T);
-    attention_backward(sc.dqkv.data(), sc.attention.data(), sc.datty.data(), act.qkv.data(),
-                       act.att.data(), B, T, Dim, Heads, hooks, causal_);
-    linear_backward(sc.dln1.data(), g[w_.c_attn_w], g[w_.c_attn_b], sc.dqkv.data(),
-                    act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim);
-    layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], sc.dln1.data(), inp, p[w_.ln_1_w],
-                       act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim);
+    {
+      POSENC_PROFILE_SCOPE("backward: linear mlp proj");
+      fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout, act.fch_gelu.data(),
+                            p[w_.mlp_proj_w], N, 4 * Dim, Dim, true);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: gelu");
+      fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true);  // in place
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: linear mlp fc");
+      fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch, act.ln2.data(), p[w_.c_fc_w],
+                            N, Dim, 4 * Dim, true);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: layernorm");
+      fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
+                               act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(),
+                               act.ln2_rstd.data(), N, Dim);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: residual add");
+      // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
+      for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i];
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: linear attn proj");
+      fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b], sc.dres1.data(),
+                            act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: attention");
+      auto hooks = position_.bind(store, T);
+      fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(),
+                               B, T, Dim, Heads, hooks, causal_, true);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: linear qkv");
+      fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv, act.ln1.data(),
+                            p[w_.c_attn_w], N, Dim, 3 * Dim, true);
+    }
+    {
+      POSENC_PROFILE_SCOPE("backward: layernorm");
+      fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp, p[w_.ln_1_w],
+                               act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim);
+    }
   }
 
   // The same computation as forward for one new position `pos` of one sequence: x (D) is the

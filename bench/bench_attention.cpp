@@ -1,0 +1,68 @@
+// Causal attention forward + backward per positional-encoding policy at B = 32, H = 4, head dim 48: FLOP/s of the causal work.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using namespace posenc;
+constexpr std::size_t B = 32, H = 4, hd = 48, C = H * hd;
+
+// FLOPs of causal attention forward + backward per (batch, head): six (T×T)·hd products
+// (q·kᵀ and a·v forward; da, dv, dq, dk backward) over the T(T+1)/2 unmasked (query, key) pairs.
+double causal_flops(std::size_t T) {
+  return 6.0 * 2.0 * static_cast<double>(hd) * static_cast<double>(T * (T + 1) / 2) *
+         static_cast<double>(B * H);
+}
+
+template <class Policy, bool Fast>
+void attention_fwd_bwd(benchmark::State& state) {
+  posenc_bench::setup_threads();
+  const auto T = static_cast<std::size_t>(state.range(0));
+  ParameterTable table;
+  ParameterStore<float> store(std::make_shared<ParameterTable>());
+  typename Policy::template Attention<float, H, hd> position(table, "", T);
+  auto hooks = position.bind(store, T);
+  const std::vector<float> qkv0 = posenc_bench::random_floats(B * T * 3 * C, 1);
+  const std::vector<float> dout = posenc_bench::random_floats(B * T * C, 2);
+  std::vector<float> qkv = qkv0, out(B * T * C), att(B * H * T * T), dqkv(qkv.size());
+  std::vector<float> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads()));
+  for (auto _ : state) {
+    std::copy(qkv0.begin(), qkv0.end(), qkv.begin());  // forward rotates q and k in place
+    std::fill(dqkv.begin(), dqkv.end(), 0.0f);
+    if constexpr (Fast) {
+      fast::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H, hooks);
+      fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B,
+                               T, C, H, hooks);
+    } else {
+      attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H, hooks);
+      attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, C,
+                         H, hooks);
+    }
+    benchmark::DoNotOptimize(dqkv.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(causal_flops(T), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+// NoPE: Learned and Sinusoidal add their signal to the embeddings and share this attention.
+BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, true)->Name("attention/fast/nope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, true)->Name("attention/fast/rope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, true)->Name("attention/fast/alibi")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+// The reference kernels (the tested ground truth), for the speed-up.
+BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, false)->Name("attention/reference/alibi")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+
+BENCHMARK_MAIN();

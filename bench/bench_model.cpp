@@ -1,0 +1,112 @@
+// Whole-model benchmarks of the study's model (3 layers, Dim 192, 4 heads, V 65): a training step per policy, generation with and without the key/value cache, a full validation pass.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+
+#include <cstddef>
+#include <filesystem>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using namespace posenc;
+using posenc_bench::study_batch;
+using posenc_bench::study_context;
+using posenc_bench::study_vocab;
+
+Tokens random_tokens(std::size_t B, std::size_t T, std::uint64_t seed) {
+  Rng rng(seed);
+  Tokens t({B, T});
+  for (auto& id : t) id = static_cast<TokenId>(rng.uniform() * static_cast<double>(study_vocab)) % static_cast<TokenId>(study_vocab);
+  return t;
+}
+
+// zero_grad, forward, loss, backward and an AdamW step at B = 32, T = 128.
+template <class Policy>
+void train_step(benchmark::State& state) {
+  posenc_bench::setup_threads();
+  StudyTransformer<Policy> model(study_vocab, study_context);
+  auto optimizer = model.make_optimizer();
+  const Tokens x = random_tokens(study_batch, study_context, 1);
+  const Tokens y = random_tokens(study_batch, study_context, 2);
+  model.train_step(x, y, optimizer);  // the first step sizes the workspaces
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_step(x, y, optimizer));
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(study_batch * study_context),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Greedy generation of state.range(0) tokens after a prompt that fills the training context
+// (128 tokens): with the key/value cache (the prompt's cache is built outside the timing, so the
+// rate is that of generated tokens alone), or recomputing the whole sequence for every token.
+TokenId argmax(const float* logits, std::size_t V) {
+  return static_cast<TokenId>(std::max_element(logits, logits + V) - logits);
+}
+
+template <bool UseCache>
+void generate_tokens(benchmark::State& state) {
+  posenc_bench::setup_threads();
+  RoPETransformer model(study_vocab, study_context);
+  const auto count = static_cast<std::size_t>(state.range(0));
+  const Tokens p = random_tokens(1, study_context, 3);
+  const std::vector<TokenId> prompt(p.begin(), p.end());
+  auto cache = model.make_cache();
+  std::vector<TokenId> sequence;
+  for (auto _ : state) {
+    if constexpr (UseCache) {
+      state.PauseTiming();
+      cache.clear();
+      for (std::size_t i = 0; i + 1 < prompt.size(); ++i) model.forward_step(prompt[i], cache);
+      state.ResumeTiming();
+      TokenId token = prompt.back();
+      for (std::size_t n = 0; n < count; ++n) {
+        const auto logits = model.forward_step(token, cache);
+        token = argmax(&logits(0), study_vocab);
+      }
+      benchmark::DoNotOptimize(token);
+    } else {
+      sequence = prompt;
+      for (std::size_t n = 0; n < count; ++n) {
+        Tokens input({1, sequence.size()});
+        std::copy(sequence.begin(), sequence.end(), input.begin());
+        const auto logits = model.forward(input);
+        sequence.push_back(argmax(&logits(0, sequence.size() - 1, 0), study_vocab));
+      }
+      benchmark::DoNotOptimize(sequence.data());
+    }
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(count), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The deterministic full pass over Tiny Shakespeare's validation split (B = 32 windows of 128).
+void evaluate_validation(benchmark::State& state) {
+  posenc_bench::setup_threads();
+  const std::filesystem::path path = std::filesystem::path(POSENC_SOURCE_DIR) / "data/tinyshakespeare/input.txt";
+  if (!std::filesystem::exists(path)) {
+    state.SkipWithError("data/tinyshakespeare/input.txt is missing: run scripts/fetch-data.sh");
+    return;
+  }
+  const CharDataset data(read_text_file(path.string()));
+  RoPETransformer model(data.vocab_size(), study_context);
+  for (auto _ : state) benchmark::DoNotOptimize(evaluate_loss(model, data.val(), study_context, study_batch));
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(data.val().size()),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+BENCHMARK_TEMPLATE(train_step, NoPE)->Name("train_step<NoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, Learned)->Name("train_step<Learned>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, Sinusoidal)->Name("train_step<Sinusoidal>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, RoPE)->Name("train_step<RoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBi)->Name("train_step<ALiBi>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope)->Name("train_step<ALiBiSingleSlope>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_tokens, true)->Name("generate/cached")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_tokens, false)->Name("generate/recompute")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK(evaluate_validation)->Name("evaluate/full_validation_pass")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,84 @@
+// profile_step: where the time of one training step of the study model goes, kernel by kernel (the model's POSENC_PROFILE_SCOPE regions).
+//   profile_step [--policy rope] [--steps 20] [--warmup 3]      threads from POSENC_NUM_THREADS
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+template <class Policy>
+int run(int steps, int warmup) {
+  using namespace posenc;
+  StudyTransformer<Policy> model(posenc_bench::study_vocab, posenc_bench::study_context);
+  auto optimizer = model.make_optimizer();
+  Rng rng(7);
+  Tokens x({posenc_bench::study_batch, posenc_bench::study_context}), y(x.shape());
+  for (auto& id : x) id = static_cast<TokenId>(rng.uniform() * 65.0) % 65;
+  for (auto& id : y) id = static_cast<TokenId>(rng.uniform() * 65.0) % 65;
+  for (int i = 0; i < warmup; ++i) model.train_step(x, y, optimizer);
+  profile_reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) model.train_step(x, y, optimizer);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<ProfileEntry> entries = profile_entries();
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  std::printf("%s, %d threads: %.1f ms per training step, %.0f tokens/s (%d steps after %d warm-up)\n",
+              std::string(Policy::name).c_str(), num_threads(), 1e3 * total / steps,
+              static_cast<double>(posenc_bench::study_batch * posenc_bench::study_context) * steps / total,
+              steps, warmup);
+  std::printf("| region | ms per step | share |\n|---|---:|---:|\n");
+  double covered = 0;
+  for (const auto& e : entries) {
+    covered += e.seconds;
+    std::printf("| %s | %.2f | %.1f%% |\n", e.name, 1e3 * e.seconds / steps, 100.0 * e.seconds / total);
+  }
+  std::printf("| (outside the regions) | %.2f | %.1f%% |\n", 1e3 * (total - covered) / steps,
+              100.0 * (total - covered) / total);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string policy = "rope";
+  int steps = 20, warmup = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "profile_step: %s needs a value\n", argv[i]);
+      return 2;
+    }
+    if (arg == "--policy") policy = argv[++i];
+    else if (arg == "--steps") steps = std::atoi(argv[++i]);
+    else if (arg == "--warmup") warmup = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (steps < 1 || warmup < 0) {
+    std::fprintf(stderr, "profile_step: --steps must be ≥ 1 and --warmup ≥ 0\n");
+    return 2;
+  }
+  try {
+    if (policy == "nope") return run<posenc::NoPE>(steps, warmup);
+    if (policy == "learned") return run<posenc::Learned>(steps, warmup);
+    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup);
+    if (policy == "rope") return run<posenc::RoPE>(steps, warmup);
+    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup);
+    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "profile_step: %s\n", e.what());
+    return 2;
+  }
+  std::fprintf(stderr, "profile_step: unknown policy '%s'\n", policy.c_str());
+  return 2;
+}

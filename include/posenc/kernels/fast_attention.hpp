@@ -1,0 +1,149 @@
+// fast::attention_forward / fast::attention_backward: causal attention in blocks of queries that skip the masked keys, the policy's hooks applied inside, one (batch, head) per thread.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+
+#include "posenc/config.hpp"
+#include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/fast_softmax.hpp"
+#include "posenc/kernels/gemm.hpp"
+#include "posenc/kernels/parallel.hpp"
+
+namespace posenc::fast {
+
+// Queries are taken attention_block at a time; block [i0, i0+rows) needs keys [0, i0+rows) only,
+// so at T = 128 the products cover 10/16 of the (T,T) square instead of all of it.
+inline constexpr std::size_t attention_block = 16;
+
+// Scratch attention_backward needs, in scalars, when `threads` threads run it: per thread one
+// (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; never less
+// than the reference kernel's (which runs hooks with trainable bias parameters).
+inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H,
+                                          std::size_t threads) {
+  const std::size_t per_thread = attention_block * T + 2 * T * (C / H);
+  return std::max(threads * per_thread, posenc::attention_scratch_size(T, C, H));
+}
+
+// As posenc::attention_forward: out (B,T,C), att (B,H,T,T), qkv (B,T,3C) with q and k rotated in
+// place when the hooks rotate. Differences: att holds the softmax only at and below the diagonal
+// (row i's entries past key i, rounded up to the query block, are zero; the rest of the row is
+// not written); float rows use simd::exp. Bias hooks must be safe to call from several threads
+// (they are const reads in every policy posenc ships).
+template <std::floating_point S, class Hooks>
+void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std::size_t C,
+                       std::size_t H, const Hooks& hooks, bool causal = true) {
+  const std::size_t hd = C / H;
+  const std::size_t C3 = 3 * C;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  parallel_for_each(B * H, [&](std::size_t bh) {
+    const std::size_t b = bh / H, h = bh % H;
+    S* q = qkv + b * T * C3 + h * hd;
+    S* k = q + C;
+    const S* v = q + 2 * C;
+    if constexpr (Hooks::rotates_qk) {
+      for (std::size_t t = 0; t < T; ++t) {
+        hooks.rotate(q + t * C3, t);
+        hooks.rotate(k + t * C3, t);
+      }
+    }
+    S* a = att + bh * T * T;
+    for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
+      const std::size_t rows = std::min(attention_block, T - i0);
+      const std::size_t keys = causal ? i0 + rows : T;
+      S* ablock = a + i0 * T;
+      // s = scale·q·kᵀ over the block's unmasked keys
+      gemm<S>(false, true, rows, keys, hd, scale, q + i0 * C3, C3, k, C3, S(0), ablock, T);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t i = i0 + r;
+        S* row = ablock + r * T;
+        const std::size_t n = causal ? i + 1 : T;
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, n);
+        softmax_row(row, n);
+        std::fill(row + n, row + keys, S(0));  // masked keys inside the block get no weight
+      }
+      // y = a·v
+      gemm<S>(false, false, rows, hd, keys, S(1), ablock, T, v, C3, S(0),
+              out + (b * T + i0) * C + h * hd, C);
+    }
+  });
+}
+
+// As posenc::attention_backward: dqkv (B,T,3C) is added into (or, with overwrite, written: each
+// thread zeroes its own head's columns first); dout (B,T,C); qkv and att as fast::attention_forward
+// left them; scratch of fast::attention_scratch_size(T, C, H, max_parallel_threads()) scalars.
+template <std::floating_point S, class Hooks>
+void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
+                        std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
+                        bool causal = true, bool overwrite = false) {
+  if constexpr (Hooks::has_bias_parameters) {
+    // bias_backward adds into shared parameter gradients: the serial reference kernel does it
+    if (overwrite) std::fill(dqkv, dqkv + B * T * 3 * C, S(0));
+    posenc::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, H, hooks, causal);
+    return;
+  } else {
+    const std::size_t hd = C / H;
+    const std::size_t C3 = 3 * C;
+    const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+    const std::size_t per_thread = attention_block * T + 2 * T * hd;
+    parallel_for_each(B * H, [&](std::size_t bh) {
+      const std::size_t b = bh / H, h = bh % H;
+      S* dscores = scratch + parallel_thread_index() * per_thread;  // (attention_block, T)
+      S* dq_rotated = dscores + attention_block * T;                 // (T, hd)
+      S* dk_rotated = dq_rotated + T * hd;                           // (T, hd)
+      const S* q = qkv + b * T * C3 + h * hd;
+      const S* k = q + C;
+      const S* v = q + 2 * C;
+      S* dq = dqkv + b * T * C3 + h * hd;
+      S* dk = dq + C;
+      S* dv = dq + 2 * C;
+      const S* a = att + bh * T * T;
+      const S* dy = dout + b * T * C + h * hd;
+      // q and k were rotated in place: their gradients gather in scratch and are rotated back
+      // at the end; otherwise they go straight into dqkv
+      S* gq = Hooks::rotates_qk ? dq_rotated : dq;
+      S* gk = Hooks::rotates_qk ? dk_rotated : dk;
+      const std::size_t ldg = Hooks::rotates_qk ? hd : C3;
+      if constexpr (Hooks::rotates_qk) std::fill(dq_rotated, dq_rotated + 2 * T * hd, S(0));
+      if (overwrite)
+        for (std::size_t t = 0; t < T; ++t)
+          for (S* g : {dq + t * C3, dk + t * C3, dv + t * C3}) std::fill(g, g + hd, S(0));
+      for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
+        const std::size_t rows = std::min(attention_block, T - i0);
+        const std::size_t keys = causal ? i0 + rows : T;
+        const S* ablock = a + i0 * T;
+        // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy
+        gemm<S>(false, true, rows, keys, hd, S(1), dy + i0 * C, C, v, C3, S(0), dscores, T);
+        gemm<S>(true, false, keys, hd, rows, S(1), ablock, T, dy + i0 * C, C, S(1), dv, C3);
+        // a = softmax(s) row by row  →  ds = a ⊙ (da − Σ a·da), zero past the mask
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t n = causal ? i0 + r + 1 : T;
+          S* drow = dscores + r * T;
+          softmax_row_backward(drow, ablock + r * T, n);
+          std::fill(drow + n, drow + keys, S(0));
+        }
+        // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
+        gemm<S>(false, false, rows, hd, keys, scale, dscores, T, k, C3, S(1), gq + i0 * ldg, ldg);
+        gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
+      }
+      if constexpr (Hooks::rotates_qk) {
+        for (std::size_t t = 0; t < T; ++t) {
+          S* rq = dq_rotated + t * hd;
+          S* rk = dk_rotated + t * hd;
+          hooks.unrotate(rq, t);
+          hooks.unrotate(rk, t);
+          S* outq = dq + t * C3;
+          S* outk = dk + t * C3;
+          for (std::size_t d = 0; d < hd; ++d) {
+            outq[d] += rq[d];
+            outk[d] += rk[d];
+          }
+        }
+      }
+    });
+  }
+}
+
+}  // namespace posenc::fast

@@ -1,0 +1,74 @@
+// fast::cross_entropy_forward / fast::cross_entropy_backward: cross_entropy.hpp's loss split over rows, with a vectorised softmax.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstddef>
+
+#include "posenc/config.hpp"
+#include "posenc/kernels/fast_softmax.hpp"
+#include "posenc/kernels/parallel.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc::fast {
+
+// probs (N,V) saved for backward (or nullptr: the loss only, for evaluation), logits (N,V),
+// targets (N) in [0,V); returns the mean loss. With probs == nullptr, scratch must hold V scalars
+// per thread (max_parallel_threads()·V); otherwise it may be nullptr.
+template <std::floating_point S>
+S cross_entropy_forward(S* probs, const S* logits, const TokenId* targets, std::size_t N,
+                        std::size_t V, S* scratch = nullptr) {
+  for (std::size_t n = 0; n < N; ++n)  // checked first: nothing may throw inside a parallel region
+    if (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V)
+      fail("cross_entropy_forward: target id ", targets[n], " at row ", n,
+           " is outside the vocabulary [0, ", V, ")");
+  if (probs == nullptr && scratch == nullptr)
+    fail("cross_entropy_forward: without probs it needs scratch of threads × V scalars");
+  constexpr std::size_t max_parts = 256;
+  std::array<double, max_parts> partial{};  // one sum per chunk, added in chunk order below
+  const std::size_t parts = std::min(max_parts, max_parallel_threads());
+  auto rows = [&](std::size_t part, std::size_t r0, std::size_t r1) {
+    double total = 0;  // a float sum over N terms would lose the last digits of the loss
+    S* p = probs != nullptr ? nullptr : scratch + parallel_thread_index() * V;
+    for (std::size_t n = r0; n < r1; ++n) {
+      S* row = probs != nullptr ? probs + n * V : p;
+      std::copy(logits + n * V, logits + (n + 1) * V, row);
+      const S log_norm = softmax_row(row, V);
+      // −log softmax from the logits, not from a probability that may underflow to 0
+      total += static_cast<double>(log_norm - logits[n * V + static_cast<std::size_t>(targets[n])]);
+    }
+    partial[part] = total;
+  };
+  if (parts <= 1 || N < 64) {
+    rows(0, 0, N);
+    return static_cast<S>(partial[0] / static_cast<double>(N));
+  }
+  POSENC_OMP(omp parallel num_threads(parts))
+  {
+    const std::size_t t = parallel_thread_index(), team = parallel_team_size();
+    rows(t, N * t / team, N * (t + 1) / team);
+  }
+  double total = 0;
+  for (std::size_t t = 0; t < parts; ++t) total += partial[t];
+  return static_cast<S>(total / static_cast<double>(N));
+}
+
+// dlogits (N,V) is added into; dloss is the upstream gradient of the mean loss — as
+// posenc::cross_entropy_backward
+template <std::floating_point S>
+void cross_entropy_backward(S* dlogits, const S* probs, const TokenId* targets, std::size_t N,
+                            std::size_t V, S dloss = S(1)) {
+  // loss = (1/N) Σ_n −log p[n, target]  →  dz = (p − onehot(target)) · dloss / N
+  const S scale = dloss / static_cast<S>(N);
+  parallel_for_chunks(N, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t n = r0; n < r1; ++n) {
+      const S* p = probs + n * V;
+      S* dz = dlogits + n * V;
+      for (std::size_t v = 0; v < V; ++v) dz[v] += p[v] * scale;
+      dz[static_cast<std::size_t>(targets[n])] -= scale;
+    }
+  }, 8, 64);
+}
+
+}  // namespace posenc::fast

@@ -1,0 +1,103 @@
+// parallel_for_chunks and parallel_gemm: how posenc's kernels split their work over OpenMP threads.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+
+#include "posenc/kernels/fast_math.hpp"
+#include "posenc/kernels/gemm.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace posenc {
+
+// The number of threads the next parallel region will have (1 without OpenMP).
+inline std::size_t max_parallel_threads() {
+#if defined(_OPENMP)
+  return static_cast<std::size_t>(omp_get_max_threads());
+#else
+  return 1;
+#endif
+}
+
+inline std::size_t parallel_thread_index() {
+#if defined(_OPENMP)
+  return static_cast<std::size_t>(omp_get_thread_num());
+#else
+  return 0;
+#endif
+}
+
+// The number of threads in the current parallel region (1 outside one).
+inline std::size_t parallel_team_size() {
+#if defined(_OPENMP)
+  return static_cast<std::size_t>(omp_get_num_threads());
+#else
+  return 1;
+#endif
+}
+
+// Calls f(begin, end) on contiguous chunks covering [0, n), one chunk per thread; each chunk is a
+// multiple of `grain` long (but the last). Runs serially when the work is below `serial_below`.
+// f must not throw: an exception cannot leave an OpenMP region.
+template <class F>
+void parallel_for_chunks(std::size_t n, F&& f, std::size_t grain = 1, std::size_t serial_below = 0) {
+  const std::size_t threads = max_parallel_threads();
+  if (threads <= 1 || n <= grain || n < serial_below) {
+    if (n > 0) f(std::size_t{0}, n);
+    return;
+  }
+  const std::size_t units = (n + grain - 1) / grain;
+  const std::size_t parts = std::min(threads, units);
+  POSENC_OMP(omp parallel num_threads(parts))
+  {
+    const std::size_t t = parallel_thread_index();
+    const std::size_t nthreads = parallel_team_size();
+    const std::size_t begin = std::min(n, units * t / nthreads * grain);
+    const std::size_t end = std::min(n, units * (t + 1) / nthreads * grain);
+    if (begin < end) f(begin, end);
+  }
+}
+
+// Calls f(i) for i in [0, n), dynamically scheduled one item at a time (for unequal items, such
+// as causal attention's (batch, head) pairs).
+template <class F>
+void parallel_for_each(std::size_t n, F&& f) {
+  if (max_parallel_threads() <= 1 || n <= 1) {
+    for (std::size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  const auto count = static_cast<long>(n);
+  POSENC_OMP(omp parallel for schedule(dynamic, 1))
+  for (long i = 0; i < count; ++i) f(static_cast<std::size_t>(i));
+}
+
+// gemm() with its output split over the threads: by rows of C when M is the larger side, by
+// columns otherwise. Each thread's product is an ordinary single-threaded OpenBLAS call (see
+// threads.hpp), so every element is computed exactly as one gemm() call would.
+template <std::floating_point S>
+void parallel_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
+                   const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c,
+                   std::size_t ldc) {
+  constexpr std::size_t serial_flops = 1u << 21;  // below ~2 MFLOP a second thread costs more than it saves
+  if (max_parallel_threads() <= 1 || 2 * m * n * k < serial_flops) {
+    gemm<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (m >= n) {
+    parallel_for_chunks(m, [&](std::size_t r0, std::size_t r1) {
+      const S* a0 = trans_a ? a + r0 : a + r0 * lda;  // rows of op(A) are columns of A when transposed
+      gemm<S>(trans_a, trans_b, r1 - r0, n, k, alpha, a0, lda, b, ldb, beta, c + r0 * ldc, ldc);
+    }, 16);
+  } else {
+    parallel_for_chunks(n, [&](std::size_t c0, std::size_t c1) {
+      const S* b0 = trans_b ? b + c0 * ldb : b + c0;
+      gemm<S>(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b0, ldb, beta, c + c0, ldc);
+    }, 16);
+  }
+}
+
+}  // namespace posenc

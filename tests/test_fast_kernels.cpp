@@ -1,0 +1,322 @@
+// Tests of the fast kernels (kernels/fast_*.hpp): each against its reference kernel, in float and double, on one thread and on several.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "gradient_check.hpp"
+
+using namespace posenc;
+using posenc_test::random_vector;
+
+namespace {
+
+template <class S>
+std::vector<S> random_as(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  const std::vector<double> d = random_vector(n, seed, scale);
+  return std::vector<S>(d.begin(), d.end());
+}
+
+// max |a − b| / (1 + max |b|): the error relative to the size of the reference's values
+template <class S>
+double max_error(const std::vector<S>& a, const std::vector<S>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / (1.0 + scale);
+}
+
+template <class S>
+constexpr double tolerance() {
+  return std::is_same_v<S, float> ? 2e-5 : 1e-12;
+}
+
+// Restores the default thread count when a test that changes it ends.
+struct ThreadCounts {
+  ~ThreadCounts() { set_num_threads(default_num_threads()); }
+};
+
+}  // namespace
+
+TEST_CASE("simd::exp and simd::tanh stay within a few float ulp of the library functions") {
+  double exp_rel = 0, tanh_abs = 0;
+  for (double x = -87.0; x <= 88.0; x += 0.00731) {
+    const auto f = static_cast<float>(x);
+    const double e = std::exp(static_cast<double>(f));
+    exp_rel = std::max(exp_rel, std::abs(static_cast<double>(simd::exp(f)) - e) / e);
+  }
+  for (double x = -20.0; x <= 20.0; x += 0.000917) {
+    const auto f = static_cast<float>(x);
+    tanh_abs = std::max(tanh_abs, std::abs(static_cast<double>(simd::tanh(f)) - std::tanh(static_cast<double>(f))));
+  }
+  CHECK(exp_rel < 2.5 * 5.97e-8);  // ≤ 2 ulp
+  CHECK(tanh_abs < 3e-7);
+  CHECK(simd::exp(-1000.0f) >= 0.0f);
+  CHECK(simd::exp(-1000.0f) < 1e-37f);
+  CHECK(std::isfinite(simd::exp(1000.0f)));
+  CHECK(simd::tanh(-0.0f) == 0.0f);
+  CHECK(simd::tanh(50.0f) == 1.0f);
+  CHECK(simd::tanh(-50.0f) == -1.0f);
+}
+
+TEST_CASE("softmax rows: the 4-wide and the dispatched path against a double-precision softmax") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{13}, std::size_t{65}, std::size_t{128}}) {
+    const auto x = random_as<float>(n, 30 + n, 5.0);
+    const auto d = random_as<float>(n, 60 + n);
+    double zmax = -1e300, z = 0;
+    for (float v : x) zmax = std::max(zmax, static_cast<double>(v));
+    for (float v : x) z += std::exp(v - zmax);
+    std::vector<float> expected(n), dexpected(n);
+    double pd = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      expected[j] = static_cast<float>(std::exp(x[j] - zmax) / z);
+      pd += static_cast<double>(expected[j]) * d[j];
+    }
+    for (std::size_t j = 0; j < n; ++j) dexpected[j] = static_cast<float>(expected[j] * (d[j] - pd));
+    std::vector<float> a = x, b = x, da = d, db = d;
+    const float log_norm_a = fast::detail::softmax_span<simd::f32x4>(a.data(), n);
+    const float log_norm_b = fast::softmax_row(b.data(), n);
+    CHECK(log_norm_a == Approx(std::log(z) + zmax).epsilon(1e-6));
+    CHECK(log_norm_b == Approx(std::log(z) + zmax).epsilon(1e-6));
+    CHECK(max_error(a, expected) < 1e-6);
+    CHECK(max_error(b, expected) < 1e-6);
+    fast::detail::softmax_backward_span<simd::f32x4>(da.data(), expected.data(), n);
+    fast::softmax_row_backward(db.data(), expected.data(), n);
+    CHECK(max_error(da, dexpected) < 1e-6);
+    CHECK(max_error(db, dexpected) < 1e-6);
+  }
+}
+
+TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, double) {
+  using S = TestType;
+  ThreadCounts restore;
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    DYNAMIC_SECTION("threads " << threads) {
+      const std::size_t N = 37, C = 19, OC = 13;  // odd sizes: partial chunks and simd tails
+      SECTION("linear") {
+        const auto inp = random_as<S>(N * C, 1), w = random_as<S>(OC * C, 2), b = random_as<S>(OC, 3);
+        const auto dout = random_as<S>(N * OC, 4);
+        for (bool with_bias : {true, false}) {
+          const S* bias = with_bias ? b.data() : nullptr;
+          std::vector<S> ref(N * OC), got(N * OC);
+          linear_forward(ref.data(), inp.data(), w.data(), bias, N, C, OC);
+          fast::linear_forward(got.data(), inp.data(), w.data(), bias, N, C, OC);
+          CHECK(max_error(got, ref) < tolerance<S>());
+          // gradients are added into non-zero buffers
+          auto dinp_ref = random_as<S>(N * C, 5), dw_ref = random_as<S>(OC * C, 6), db_ref = random_as<S>(OC, 7);
+          auto dinp = dinp_ref, dw = dw_ref, db = db_ref;
+          linear_backward(dinp_ref.data(), dw_ref.data(), with_bias ? db_ref.data() : nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
+          fast::linear_backward(dinp.data(), dw.data(), with_bias ? db.data() : nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
+          CHECK(max_error(dinp, dinp_ref) < tolerance<S>());
+          CHECK(max_error(dw, dw_ref) < tolerance<S>());
+          CHECK(max_error(db, db_ref) < tolerance<S>());
+          // overwrite_dinp: garbage in dinp is replaced by the gradient alone
+          std::vector<S> fresh(N * C, S(0)), over(N * C, S(1e30)), dw2(OC * C), db2(OC);
+          linear_backward(fresh.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N, C, OC);
+          fast::linear_backward(over.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N, C, OC, true);
+          CHECK(max_error(over, fresh) < tolerance<S>());
+        }
+      }
+      SECTION("layernorm") {
+        const auto x = random_as<S>(N * C, 8, 3.0), w = random_as<S>(C, 9), b = random_as<S>(C, 10);
+        const auto dy = random_as<S>(N * C, 11);
+        std::vector<S> y_ref(N * C), y(N * C), m_ref(N), m(N), r_ref(N), r(N);
+        layernorm_forward(y_ref.data(), m_ref.data(), r_ref.data(), x.data(), w.data(), b.data(), N, C);
+        fast::layernorm_forward(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), N, C);
+        CHECK(max_error(y, y_ref) < tolerance<S>());
+        CHECK(max_error(m, m_ref) < tolerance<S>());
+        CHECK(max_error(r, r_ref) < tolerance<S>());
+        auto dx_ref = random_as<S>(N * C, 12), dw_ref = random_as<S>(C, 13), db_ref = random_as<S>(C, 14);
+        auto dx = dx_ref, dw = dw_ref, db = db_ref;
+        layernorm_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), m_ref.data(), r_ref.data(), N, C);
+        fast::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), m_ref.data(), r_ref.data(), N, C);
+        CHECK(max_error(dx, dx_ref) < tolerance<S>());
+        CHECK(max_error(dw, dw_ref) < tolerance<S>());
+        CHECK(max_error(db, db_ref) < tolerance<S>());
+      }
+      SECTION("gelu") {
+        const std::size_t n = 4 * 4096 + 3;  // above the serial threshold, with a tail
+        const auto x = random_as<S>(n, 15, 3.0), dy = random_as<S>(n, 16);
+        std::vector<S> y_ref(n), y(n);
+        gelu_forward(y_ref.data(), x.data(), n);
+        fast::gelu_forward(y.data(), x.data(), n);
+        CHECK(max_error(y, y_ref) < tolerance<S>());
+        auto dx_ref = random_as<S>(n, 17), dx = dx_ref;
+        gelu_backward(dx_ref.data(), x.data(), dy.data(), n);
+        fast::gelu_backward(dx.data(), x.data(), dy.data(), n);
+        CHECK(max_error(dx, dx_ref) < tolerance<S>());
+        std::vector<S> fresh(n, S(0)), over(n, S(-1e30));
+        gelu_backward(fresh.data(), x.data(), dy.data(), n);
+        fast::gelu_backward(over.data(), x.data(), dy.data(), n, true);
+        CHECK(max_error(over, fresh) < tolerance<S>());
+        std::vector<S> in_place = dy;  // dinp == dout, as the decoder block calls it
+        fast::gelu_backward(in_place.data(), x.data(), in_place.data(), n, true);
+        CHECK(max_error(in_place, fresh) < tolerance<S>());
+        if constexpr (std::is_same_v<S, float>) {
+          // the 4-wide path, which CPUs without AVX2 take (this one may take the 8-wide path above)
+          std::vector<float> y4(n), dx4 = random_as<float>(n, 17), dx4_ref = dx4;
+          fast::detail::gelu_forward_span<simd::f32x4>(y4.data(), x.data(), n);
+          CHECK(max_error(y4, y_ref) < tolerance<S>());
+          fast::detail::gelu_backward_span<simd::f32x4>(dx4.data(), x.data(), dy.data(), n, false);
+          gelu_backward(dx4_ref.data(), x.data(), dy.data(), n);
+          CHECK(max_error(dx4, dx4_ref) < tolerance<S>());
+        }
+      }
+      SECTION("cross-entropy") {
+        const std::size_t rows = 131, V = 65;
+        const auto logits = random_as<S>(rows * V, 18, 4.0);
+        std::vector<TokenId> targets(rows);
+        for (std::size_t i = 0; i < rows; ++i) targets[i] = static_cast<TokenId>((i * 29) % V);
+        std::vector<S> p_ref(rows * V), p(rows * V), scratch(max_parallel_threads() * V);
+        const S loss_ref = cross_entropy_forward(p_ref.data(), logits.data(), targets.data(), rows, V);
+        const S loss = fast::cross_entropy_forward(p.data(), logits.data(), targets.data(), rows, V);
+        const S loss_only = fast::cross_entropy_forward<S>(nullptr, logits.data(), targets.data(), rows, V, scratch.data());
+        CHECK(loss == Approx(loss_ref).epsilon(tolerance<S>()));
+        CHECK(loss_only == loss);
+        CHECK(max_error(p, p_ref) < tolerance<S>());
+        auto d_ref = random_as<S>(rows * V, 19), d = d_ref;
+        cross_entropy_backward(d_ref.data(), p_ref.data(), targets.data(), rows, V, S(0.7));
+        fast::cross_entropy_backward(d.data(), p_ref.data(), targets.data(), rows, V, S(0.7));
+        CHECK(max_error(d, d_ref) < tolerance<S>());
+        targets[77] = static_cast<TokenId>(V);
+        CHECK_THROWS_WITH(fast::cross_entropy_forward(p.data(), logits.data(), targets.data(), rows, V),
+                          Catch::Contains("target id 65") && Catch::Contains("row 77"));
+      }
+    }
+  }
+}
+
+namespace {
+
+template <class S, class Hooks>
+void check_fast_attention(Hooks hooks, std::size_t T, bool causal) {
+  const std::size_t B = 2, H = 2, C = 8;
+  const auto qkv = random_as<S>(B * T * 3 * C, 20);
+  const auto dout = random_as<S>(B * T * C, 21);
+  std::vector<S> qkv_ref = qkv, qkv_fast = qkv;
+  std::vector<S> out_ref(B * T * C), out(B * T * C), att_ref(B * H * T * T), att(B * H * T * T, S(-7));
+  attention_forward(out_ref.data(), att_ref.data(), qkv_ref.data(), B, T, C, H, hooks, causal);
+  fast::attention_forward(out.data(), att.data(), qkv_fast.data(), B, T, C, H, hooks, causal);
+  CHECK(max_error(out, out_ref) < tolerance<S>());
+  CHECK(max_error(qkv_fast, qkv_ref) < tolerance<S>());  // q and k rotated in place alike
+  // the softmax at and below the diagonal is the reference's
+  double att_err = 0;
+  for (std::size_t bh = 0; bh < B * H; ++bh)
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < (causal ? i + 1 : T); ++j)
+        att_err = std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
+  CHECK(att_err < tolerance<S>());
+  // backward adds into a non-zero dqkv
+  auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
+  std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads()));
+  attention_backward(dqkv_ref.data(), scratch.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal);
+  CHECK(max_error(dqkv, dqkv_ref) < tolerance<S>());
+  // overwrite: garbage in dqkv is replaced by the gradient alone
+  std::vector<S> fresh(qkv.size(), S(0)), over(qkv.size(), S(1e30));
+  attention_backward(fresh.data(), scratch.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal, true);
+  CHECK(max_error(over, fresh) < tolerance<S>());
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind of hook", "", float, double) {
+  using S = TestType;
+  ThreadCounts restore;
+  ParameterTable table;
+  ParameterStore<S> store(std::make_shared<ParameterTable>());
+  // T = 70 spans three query blocks, the last one partial; T = 5 is inside one block.
+  for (std::size_t T : {std::size_t{5}, std::size_t{70}})
+    for (bool causal : {true, false})
+      for (int threads : {1, 3}) {
+        set_num_threads(threads);
+        DYNAMIC_SECTION("T " << T << ", causal " << causal << ", threads " << threads) {
+          check_fast_attention<S>(NoAttentionHooks{}, T, causal);
+          RoPE::Attention<S, 2, 4> rope(table, "", T);
+          check_fast_attention<S>(rope.bind(store, T), T, causal);
+          ALiBi::Attention<S, 2, 4> alibi(table, "", T);
+          check_fast_attention<S>(alibi.bind(store, T), T, causal);
+        }
+      }
+}
+
+TEST_CASE("the thread count follows set_num_threads and rejects nonsense") {
+  ThreadCounts restore;
+  set_num_threads(3);
+  CHECK(num_threads() == 3);
+  CHECK(max_parallel_threads() == 3);
+  set_num_threads(1);
+  CHECK(max_parallel_threads() == 1);
+  CHECK_THROWS_WITH(set_num_threads(0), Catch::Contains("at least 1"));
+}
+
+TEST_CASE("a training step gives the same loss on one thread and on several") {
+  ThreadCounts restore;
+  std::vector<float> losses;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    CharTransformer<RoPE, 2, 16, 2> model(11, 40);
+    auto optimizer = model.make_optimizer();
+    Tokens x({3, 40}), y({3, 40});
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x.data()[i] = static_cast<TokenId>((i * 7) % 11);
+      y.data()[i] = static_cast<TokenId>((i * 5 + 1) % 11);
+    }
+    float loss = 0;
+    for (int s = 0; s < 3; ++s) loss = model.train_step(x, y, optimizer);
+    losses.push_back(loss);
+  }
+  CHECK(losses[0] == Approx(losses[1]).epsilon(1e-5));
+}
+
+TEST_CASE("a batch processed in chunks gives the whole batch's loss and gradients") {
+  const std::size_t B = 5, T = 6, V = 7;
+  Tokens x({B, T}), y({B, T});
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x.data()[i] = static_cast<TokenId>((i * 3) % V);
+    y.data()[i] = static_cast<TokenId>((i * 5 + 2) % V);
+  }
+  using Model = CharTransformer<ALiBi, 2, 8, 2, double>;
+  Model whole(ModelConfig{.vocab_size = V, .context = T, .chunk = 0});
+  whole.zero_grad();
+  const double loss = whole.loss(x, y);
+  whole.backward();
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{4}}) {
+    DYNAMIC_SECTION("chunk " << chunk) {
+      Model chunked(ModelConfig{.vocab_size = V, .context = T, .chunk = chunk});
+      chunked.zero_grad();
+      CHECK(chunked.loss(x, y) == Approx(loss).epsilon(1e-13));
+      chunked.backward();  // recomputes every chunk but the last
+      const auto& g = chunked.gradients();
+      const auto& ref = whole.gradients();
+      double err = 0, scale = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        err = std::max(err, std::abs(g.data()[i] - ref.data()[i]));
+        scale = std::max(scale, std::abs(ref.data()[i]));
+      }
+      CHECK(scale > 0);
+      CHECK(err <= 1e-12 * scale);
+      // train_step runs each chunk's forward and backward together: the same step
+      Model a(ModelConfig{.vocab_size = V, .context = T, .chunk = chunk});
+      Model b(ModelConfig{.vocab_size = V, .context = T, .chunk = 0});
+      auto oa = a.make_optimizer(), ob = b.make_optimizer();
+      CHECK(a.train_step(x, y, oa) == Approx(b.train_step(x, y, ob)).epsilon(1e-13));
+      CHECK(a.train_step(x, y, oa) == Approx(b.train_step(x, y, ob)).epsilon(1e-12));
+      // logits of forward() cover the whole batch
+      const auto la = a.forward(x);
+      const auto lb = b.forward(x);
+      for (std::size_t bb = 0; bb < B; ++bb)
+        for (std::size_t v = 0; v < V; ++v) REQUIRE(la(bb, T - 1, v) == Approx(lb(bb, T - 1, v)).epsilon(1e-12));
+    }
+  }
+}
