@@ -1,6 +1,7 @@
 // The PositionalEncoding concept: what a policy class must provide to plug into DecoderBlock and CharTransformer.
 #pragma once
 
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <limits>
@@ -72,6 +73,17 @@ concept PositionalEncoding =
     } &&
     detail::EmbeddingHook<typename P::template Embedding<double, 8>, double> &&
     detail::AttentionHook<typename P::template Attention<double, 2, 4>, double>;
+
+// softplus keeps a learned scalar positive (Kerple's r1 and r2, FIRE's c and L); sigmoid is its
+// derivative, the factor a gradient picks up on the way back to the stored parameter.
+template <std::floating_point S>
+S softplus(S x) {
+  return x > S(20) ? x : std::log1p(std::exp(x));
+}
+template <std::floating_point S>
+S sigmoid(S x) {
+  return S(1) / (S(1) + std::exp(-x));
+}
 
 // The embedding side of a policy that adds nothing to the token embeddings.
 template <std::floating_point S, std::size_t Dim>

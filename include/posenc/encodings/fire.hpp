@@ -149,8 +149,6 @@ struct FIRE {
     }
 
    private:
-    static S softplus(S x) { return x > S(20) ? x : std::log1p(std::exp(x)); }
-    static S sigmoid(S x) { return S(1) / (S(1) + std::exp(-x)); }
     Slot w1_, b1_, w2_, b2_, c_, threshold_;
     std::vector<S> by_distance_, grad_by_distance_;
   };

@@ -72,8 +72,6 @@ struct Kerple {
     }
 
    private:
-    static S softplus(S x) { return x > S(20) ? x : std::log1p(std::exp(x)); }
-    static S sigmoid(S x) { return S(1) / (S(1) + std::exp(-x)); }
     Slot r1_, r2_;
   };
 };
