@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <posenc/transformer.hpp>
@@ -258,6 +259,21 @@ TEST_CASE("the thread count follows set_num_threads and rejects nonsense") {
   set_num_threads(1);
   CHECK(max_parallel_threads() == 1);
   CHECK_THROWS_WITH(set_num_threads(0), Catch::Contains("at least 1"));
+}
+
+TEST_CASE("kernels called from another std::thread use posenc's thread count, not OpenMP's default") {
+  // study --jobs N runs models in N std::threads; OpenMP gives each new thread its default team
+  // size (every core), so the count must come from posenc's process-wide setting.
+  ThreadCounts restore;
+  set_num_threads(1);
+  std::size_t seen_max = 0, seen_team = 0;
+  std::thread worker([&] {
+    seen_max = max_parallel_threads();
+    parallel_for_chunks(1000, [&](std::size_t, std::size_t) { seen_team = parallel_team_size(); });
+  });
+  worker.join();
+  CHECK(seen_max == 1);
+  CHECK(seen_team == 1);
 }
 
 TEST_CASE("a training step gives the same loss on one thread and on several") {

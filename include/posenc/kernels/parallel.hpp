@@ -7,6 +7,7 @@
 
 #include "posenc/kernels/fast_math.hpp"
 #include "posenc/kernels/gemm.hpp"
+#include "posenc/threads.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -14,10 +15,12 @@
 
 namespace posenc {
 
-// The number of threads the next parallel region will have (1 without OpenMP).
+// The number of threads the next parallel region will have (1 without OpenMP): posenc's
+// process-wide count, not OpenMP's per-thread default, so that kernels called from several
+// std::threads at once (study --jobs) share the cores instead of each taking all of them.
 inline std::size_t max_parallel_threads() {
 #if defined(_OPENMP)
-  return static_cast<std::size_t>(omp_get_max_threads());
+  return static_cast<std::size_t>(num_threads());
 #else
   return 1;
 #endif
@@ -71,7 +74,8 @@ void parallel_for_each(std::size_t n, F&& f) {
     return;
   }
   const auto count = static_cast<long>(n);
-  POSENC_OMP(omp parallel for schedule(dynamic, 1))
+  const auto threads = static_cast<int>(std::min(max_parallel_threads(), n));
+  POSENC_OMP(omp parallel for num_threads(threads) schedule(dynamic, 1))
   for (long i = 0; i < count; ++i) f(static_cast<std::size_t>(i));
 }
 
