@@ -27,9 +27,10 @@ template <class Policy, bool Fast>
 void attention_fwd_bwd(benchmark::State& state) {
   posenc_bench::setup_threads();
   const auto T = static_cast<std::size_t>(state.range(0));
-  ParameterTable table;
-  ParameterStore<float> store(std::make_shared<ParameterTable>());
-  typename Policy::template Attention<float, H, hd> position(table, "", T);
+  auto table = std::make_shared<ParameterTable>();
+  typename Policy::template Attention<float, H, hd> position(*table, "", T);
+  ParameterStore<float> store(table);  // T5, Kerple and FIRE register trainable parameters
+  store.initialize(1);
   auto hooks = position.bind(store, T);
   const std::vector<float> qkv0 = posenc_bench::random_floats(B * T * 3 * C, 1);
   const std::vector<float> dout = posenc_bench::random_floats(B * T * C, 2);
@@ -60,6 +61,13 @@ void attention_fwd_bwd(benchmark::State& state) {
 BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, true)->Name("attention/fast/nope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, true)->Name("attention/fast/rope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, true)->Name("attention/fast/alibi")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+// The encodings that came after the study (ALiBiSingleSlope costs what ALiBi costs).
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEInterleaved, true)->Name("attention/fast/rope-interleaved")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEPartial, true)->Name("attention/fast/rope-partial")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, XPos, true)->Name("attention/fast/xpos")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, true)->Name("attention/fast/t5")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, true)->Name("attention/fast/kerple")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, true)->Name("attention/fast/fire")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 // The reference kernels (the tested ground truth), for the speed-up.
 BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);

@@ -23,6 +23,7 @@ static_assert(PositionalEncoding<RoPEPartial>);
 static_assert(PositionalEncoding<T5Bias>);
 static_assert(PositionalEncoding<Kerple>);
 static_assert(PositionalEncoding<FIRE>);
+static_assert(PositionalEncoding<XPos>);
 static_assert(!PositionalEncoding<int>);
 static_assert(!PositionalEncoding<CharTokenizer>);
 
@@ -134,7 +135,7 @@ TEST_CASE("Learned registers one trainable row per position of the training cont
 
 TEST_CASE("with_policy maps every runtime name onto its policy class") {
   CHECK(policy_names() == std::vector<std::string>{"nope", "learned", "sinusoidal", "rope", "alibi", "alibi-single",
-                                                   "rope-interleaved", "rope-partial", "t5", "kerple", "fire"});
+                                                   "rope-interleaved", "rope-partial", "t5", "kerple", "fire", "xpos"});
   for (const std::string& name : policy_names())
     CHECK(with_policy(name, []<class P>() { return std::string(P::name); }) == name);
   CHECK(with_policy("learned", []<class P>() { return std::is_same_v<P, Learned>; }));
@@ -232,4 +233,39 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
       CHECK(row[j] == Approx(expected(1, x)).epsilon(1e-12));
     }
   }
+}
+
+TEST_CASE("xPos: q·k depends only on the offset and decays as ζ^((n−m)/512) on top of RoPE") {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  XPos::Attention<double, 1, 8> xpos(table, "", 64);
+  RoPE::Attention<double, 1, 8> rope(table, "", 64);
+  const auto hooks = xpos.bind(store, 600);
+  const auto rope_hooks = rope.bind(store, 600);
+  const std::vector<double> q = random_vector(8, 31), k = random_vector(8, 32);
+  auto score = [&](std::size_t n, std::size_t m) {
+    std::vector<double> qr = q, kr = k;
+    hooks.rotate(qr.data(), n);
+    rotate_key(hooks, kr.data(), m);
+    return dot(qr, kr);
+  };
+  for (std::size_t offset : {0, 3, 40})
+    for (std::size_t shift : {1, 100, 500}) CHECK(score(offset + shift, shift) == Approx(score(offset, 0)).epsilon(1e-10));
+  // One pair by hand: with only pair 0 non-zero (ζ_0 = 0.4/1.4), the xPos score is RoPE's times ζ_0^(n−m)/512.
+  std::vector<double> e0 = {1, 0, 0, 0, 0.5, 0, 0, 0}, f0 = {0.3, 0, 0, 0, 1, 0, 0, 0};
+  std::vector<double> qx = e0, kx = f0, qr = e0, kr = f0;
+  hooks.rotate(qx.data(), 300);
+  rotate_key(hooks, kx.data(), 44);
+  rope_hooks.rotate(qr.data(), 300);
+  rope_hooks.rotate(kr.data(), 44);
+  CHECK(dot(qx, kx) == Approx(dot(qr, kr) * std::pow(0.4 / 1.4, 256.0 / 512.0)).epsilon(1e-12));
+  // unrotate is the transpose of rotate: ⟨rotate(a), b⟩ = ⟨a, unrotate(b)⟩, for queries and keys.
+  std::vector<double> a = q, b = k, ra = q, ub = k;
+  hooks.rotate(ra.data(), 77);
+  hooks.unrotate(ub.data(), 77);
+  CHECK(dot(ra, b) == Approx(dot(a, ub)).epsilon(1e-12));
+  ra = q, ub = k;
+  rotate_key(hooks, ra.data(), 77);
+  unrotate_key(hooks, ub.data(), 77);
+  CHECK(dot(ra, b) == Approx(dot(a, ub)).epsilon(1e-12));
 }

@@ -247,6 +247,8 @@ TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind o
           check_fast_attention<S>(rope.bind(store, T), T, causal);
           ALiBi::Attention<S, 2, 4> alibi(table, "", T);
           check_fast_attention<S>(alibi.bind(store, T), T, causal);
+          XPos::Attention<S, 2, 4> xpos(table, "", T);  // keys scaled inversely to queries
+          check_fast_attention<S>(xpos.bind(store, T), T, causal);
         }
       }
 }

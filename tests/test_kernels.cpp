@@ -161,7 +161,7 @@ Vec naive_attention(Vec qkv, std::size_t B, std::size_t T, std::size_t C, std::s
         for (std::size_t j = 0; j < keys; ++j) {
           Vec k(qkv.begin() + (b * T + j) * 3 * C + C + h * hd,
                 qkv.begin() + (b * T + j) * 3 * C + C + h * hd + hd);
-          if constexpr (Hooks::rotates_qk) hooks.rotate(k.data(), j);
+          if constexpr (Hooks::rotates_qk) rotate_key(hooks, k.data(), j);
           s[j] = dot(q, k) / std::sqrt(static_cast<double>(hd));
         }
         if constexpr (Hooks::biases_scores) hooks.add_bias(s.data(), h, i, keys);
@@ -208,6 +208,10 @@ TEST_CASE("attention matches the element-wise definition and its backward matche
     DYNAMIC_SECTION("RoPE hooks, causal " << causal) {
       RoPE::Attention<double, 2, 4> rope(table, "", 8);
       check_attention(rope.bind(store, 5), causal);
+    }
+    DYNAMIC_SECTION("xPos hooks (keys transformed differently from queries), causal " << causal) {
+      XPos::Attention<double, 2, 4> xpos(table, "", 8);
+      check_attention(xpos.bind(store, 5), causal);
     }
     DYNAMIC_SECTION("ALiBi hooks, causal " << causal) {
       ALiBi::Attention<double, 2, 4> alibi(table, "", 8);

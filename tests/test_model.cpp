@@ -15,7 +15,7 @@ using posenc_test::gradient_relative_error;
 using posenc_test::gradient_tolerance;
 
 #define POSENC_ALL_POLICIES \
-  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple, FIRE
+  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple, FIRE, XPos
 
 namespace {
 

@@ -95,6 +95,19 @@ class PosencModel(torch.nn.Module):
                     half = torch.cat([-head[..., r // 2 :], head[..., : r // 2]], -1)
                     return torch.cat([head * cos + half * sin, rest], -1)
 
+        if self.policy == "xpos":  # RoPE (rotate-half) with ζ^(n/512) on queries, ζ^(−m/512) on keys
+            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(hd // 2).double() / hd)
+            angle = pos[:, None] * inv_freq[None, :]
+            zeta = (2.0 * torch.arange(hd // 2).double() / hd + 0.4) / 1.4
+            zscale = torch.pow(zeta[None, :], pos[:, None] / 512.0)
+            cos = torch.cat([angle.cos(), angle.cos()], -1)
+            sin = torch.cat([angle.sin(), angle.sin()], -1)
+            zs = torch.cat([zscale, zscale], -1)
+
+            def xpos(v, key):
+                half = torch.cat([-v[..., hd // 2 :], v[..., : hd // 2]], -1)
+                return ((v * cos.float() + half * sin.float()) * (1 / zs if key else zs).float())
+
         def t5_bucket(n, buckets=32, max_distance=128):  # Hugging Face's rule, causal
             exact = buckets // 2
             large = exact + (torch.log(n.double().clamp(min=1) / exact) / math.log(max_distance / exact) * (buckets - exact)).long()
@@ -107,6 +120,8 @@ class PosencModel(torch.nn.Module):
             q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in qkv.split(D, dim=2))
             if rotate is not None:
                 q, k = rotate(q), rotate(k)
+            if self.policy == "xpos":
+                q, k = xpos(q, False), xpos(k, True)
             layer_bias = bias
             if self.policy == "t5":
                 table = w[p + "attn.relative_attention_bias.weight"]  # (buckets, H)

@@ -18,13 +18,14 @@
 #include "posenc/encodings/rope.hpp"
 #include "posenc/encodings/sinusoidal.hpp"
 #include "posenc/encodings/t5_bias.hpp"
+#include "posenc/encodings/xpos.hpp"
 #include "posenc/model/char_transformer.hpp"
 
 namespace posenc {
 
 // Every policy a name can select; adding a policy here makes it reachable from the command line.
 using AllPolicies = std::tuple<NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved,
-                               RoPEPartial, T5Bias, Kerple, FIRE>;
+                               RoPEPartial, T5Bias, Kerple, FIRE, XPos>;
 
 inline std::vector<std::string> policy_names() {
   return std::apply([](auto... p) { return std::vector<std::string>{std::string(decltype(p)::name)...}; },

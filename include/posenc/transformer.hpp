@@ -33,6 +33,7 @@
 #include "posenc/encodings/rope.hpp"
 #include "posenc/encodings/sinusoidal.hpp"
 #include "posenc/encodings/t5_bias.hpp"
+#include "posenc/encodings/xpos.hpp"
 
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"

@@ -14,6 +14,8 @@ namespace posenc {
 // enable; a policy that needs none of them passes this type.
 //   rotates_qk:          void rotate(S* vec, std::size_t position) const     q or k of one head, in place
 //                        void unrotate(S* grad, std::size_t position) const  the transpose of rotate
+//                        and, when keys are transformed differently from queries (xPos),
+//                        rotate_key / unrotate_key with the same signatures (see rotate_key below)
 //   biases_scores:       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const
 //                        adds bias(head, query, key) to row[key] for key = 0..keys−1
 //                        (keys = query + 1 under the causal mask, T without it)
@@ -26,6 +28,18 @@ struct NoAttentionHooks {
   static constexpr bool biases_scores = false;
   static constexpr bool has_bias_parameters = false;
 };
+
+// The key side of a rotation: the hooks' rotate_key when they have one, else their rotate.
+template <class Hooks, class S>
+void rotate_key(const Hooks& hooks, S* k, std::size_t pos) {
+  if constexpr (requires { hooks.rotate_key(k, pos); }) hooks.rotate_key(k, pos);
+  else hooks.rotate(k, pos);
+}
+template <class Hooks, class S>
+void unrotate_key(const Hooks& hooks, S* g, std::size_t pos) {
+  if constexpr (requires { hooks.unrotate_key(g, pos); }) hooks.unrotate_key(g, pos);
+  else hooks.unrotate(g, pos);
+}
 
 // Scratch that attention_backward needs, in scalars: one (T,T) score gradient and, when the hooks
 // rotate, a (T,hd) gradient for each of q and k before they are rotated back.
@@ -50,7 +64,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
         for (std::size_t h = 0; h < H; ++h) {
           S* q = qkv + (b * T + t) * C3 + h * hd;
           hooks.rotate(q, t);
-          hooks.rotate(q + C, t);
+          rotate_key(hooks, q + C, t);
         }
   }
   for (std::size_t b = 0; b < B; ++b) {
@@ -125,7 +139,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
           S* gq = dq_rotated + t * hd;
           S* gk = dk_rotated + t * hd;
           hooks.unrotate(gq, t);
-          hooks.unrotate(gk, t);
+          unrotate_key(hooks, gk, t);
           S* outq = dq + t * C3;
           S* outk = dk + t * C3;
           for (std::size_t d = 0; d < hd; ++d) {

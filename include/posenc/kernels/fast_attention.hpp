@@ -46,7 +46,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
     if constexpr (Hooks::rotates_qk) {
       for (std::size_t t = 0; t < T; ++t) {
         hooks.rotate(q + t * C3, t);
-        hooks.rotate(k + t * C3, t);
+        rotate_key(hooks, k + t * C3, t);
       }
     }
     S* a = att + bh * T * T;
@@ -133,7 +133,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
           S* rq = dq_rotated + t * hd;
           S* rk = dk_rotated + t * hd;
           hooks.unrotate(rq, t);
-          hooks.unrotate(rk, t);
+          unrotate_key(hooks, rk, t);
           S* outq = dq + t * C3;
           S* outk = dk + t * C3;
           for (std::size_t d = 0; d < hd; ++d) {

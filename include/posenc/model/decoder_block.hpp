@@ -231,7 +231,7 @@ class DecoderBlock {
     if constexpr (decltype(hooks)::rotates_qk) {
       for (std::size_t h = 0; h < Heads; ++h) {
         hooks.rotate(sc.qkv.data() + h * head_dim, pos);
-        hooks.rotate(sc.qkv.data() + Dim + h * head_dim, pos);
+        rotate_key(hooks, sc.qkv.data() + Dim + h * head_dim, pos);
       }
     }
     std::copy(sc.qkv.begin() + Dim, sc.qkv.begin() + 2 * Dim, keys + pos * Dim);
