@@ -6,12 +6,16 @@ set(POSENC_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/cmake/posenc"
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 install(TARGETS posenc EXPORT posencTargets)
+if(POSENC_HAS_MPI)
+  install(TARGETS posenc_mpi EXPORT posencTargets)
+endif()
 install(EXPORT posencTargets NAMESPACE posenc:: DESTINATION "${POSENC_CMAKE_DIR}")
 
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/posencConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/posencConfig.cmake"
   INSTALL_DESTINATION "${POSENC_CMAKE_DIR}")
+# (posencConfig.cmake.in reads POSENC_HAS_MPI: the package finds MPI only when it exports posenc::mpi)
 # A header-only library: any architecture's build may use the installed package.
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/posencConfigVersion.cmake"

@@ -3,6 +3,8 @@
 #   scripts/install-deps.sh            core build + test dependencies
 #   scripts/install-deps.sh --bench    also the optional benchmark extras (PyTorch baseline)
 #   scripts/install-deps.sh --plots    also matplotlib for tools/plot_study.py
+#   scripts/install-deps.sh --mpi      also Open MPI (distributed studies, data-parallel training)
+#   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
 # Idempotent: packages already installed are not fetched again.
 set -euo pipefail
 
@@ -16,8 +18,9 @@ for arg in "$@"; do
     --bench) packages+=(python3-torch python3-numpy) ;;
     --plots) packages+=(python3-matplotlib) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --plots, --fuzz)" >&2; exit 2 ;;
+    --mpi) packages+=(libopenmpi-dev openmpi-bin) ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --plots, --mpi, --fuzz)" >&2; exit 2 ;;
   esac
 done
 

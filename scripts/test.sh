@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the dependencies, then configures, builds and runs the whole test suite twice: with the
 # developer preset (warnings as errors) and with the sanitizer preset (AddressSanitizer + UBSan);
-# then runs the libFuzzer targets for a short time (clang).
+# then runs the libFuzzer targets for a short time (clang). Open MPI is installed so that the
+# distributed study and data-parallel training are tested too (mpirun --oversubscribe -np 2).
 #   scripts/test.sh            all three
 #   scripts/test.sh --quick    the developer preset only
 set -euo pipefail
@@ -17,10 +18,10 @@ for arg in "$@"; do
 done
 
 if [ "$quick" -eq 1 ]; then
-  scripts/install-deps.sh
+  scripts/install-deps.sh --mpi
   cmake --workflow --preset test
 else
-  scripts/install-deps.sh --fuzz
+  scripts/install-deps.sh --mpi --fuzz
   cmake --workflow --preset test
   cmake --workflow --preset sanitize
   cmake --workflow --preset fuzz

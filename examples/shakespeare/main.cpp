@@ -18,6 +18,7 @@
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
+#include "../common/world.hpp"
 #include "progress.hpp"
 
 namespace shakespeare {
@@ -64,11 +65,8 @@ nlohmann::json config_to_json(const TrainOptions& o) {
           {"data", o.data}};
 }
 
-TrainOptions config_from_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) posenc::fail("--resume: cannot open '", path, "'; is this a run directory?");
+TrainOptions config_from_json(const nlohmann::json& j, const std::string& where) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(in);
     TrainOptions o;
     o.model = {j.at("posenc").get<std::string>(), j.at("layers").get<std::size_t>(),
                j.at("dim").get<std::size_t>(), j.at("heads").get<std::size_t>()};
@@ -83,7 +81,17 @@ TrainOptions config_from_json(const std::string& path) {
     o.data = j.at("data").get<std::string>();
     return o;
   } catch (const nlohmann::json::exception& e) {
-    posenc::fail("--resume: '", path, "' is not a run configuration: ", e.what());
+    posenc::fail("--resume: ", where, " is not a run configuration: ", e.what());
+  }
+}
+
+TrainOptions config_from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) posenc::fail("--resume: cannot open '", path, "'; is this a run directory?");
+  try {
+    return config_from_json(nlohmann::json::parse(in), "'" + path + "'");
+  } catch (const nlohmann::json::exception& e) {
+    posenc::fail("--resume: '", path, "' is not JSON: ", e.what());
   }
 }
 
@@ -96,37 +104,53 @@ posenc::CharDataset load_corpus(const std::string& path, const posenc::CharToken
   }
 }
 
-int train(TrainOptions options, const std::string& out_given, std::int64_t steps_given) {
+// With a process group (mpirun -np N), training is data-parallel: rank 0 reads and writes the run
+// directory and prints; every rank reads the corpus.
+int train(TrainOptions options, const std::string& out_given, std::int64_t steps_given,
+          posenc::ProcessGroup* group) {
+  const bool root = group == nullptr || group->is_root();
   const std::string out = out_given.empty()
                               ? "runs/" + options.model.posenc + "-seed" + std::to_string(options.config.seed)
                               : out_given;
   const posenc::RunDirectory run(out);
   const std::string config_path = (run.dir() / "config.json").string();
-  if (options.resume) {
-    options = config_from_json(config_path);
+  const bool resume = options.resume;
+  if (root && resume) {
+    options = config_from_file(config_path);
     options.resume = true;
     if (steps_given > 0) options.config.steps = steps_given;  // extending a run is allowed
-  } else if (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log())) {
+  } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
+  }
+  if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
+    std::string text = root ? config_to_json(options).dump() : std::string();
+    group->broadcast(text);
+    options = config_from_json(nlohmann::json::parse(text), "rank 0's configuration");
+    options.resume = resume;
   }
   posenc::CharDataset data = load_corpus(options.data, nullptr);
   if (data.train().size() < options.config.context + 1 || data.val().size() < options.config.context + 1)
     posenc::fail("data file '", options.data, "' is too short: its training split has ", data.train().size(),
                  " and its validation split ", data.val().size(), " tokens; each needs at least context + 1 = ",
                  options.config.context + 1);
-  std::filesystem::create_directories(run.dir());
-  posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
+  if (root) {
+    std::filesystem::create_directories(run.dir());
+    posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
+  }
 
   posenc::with_model(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
              [&]<class Model>() {
                Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                .context = options.config.context,
                                                .seed = options.config.seed});
-               std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps -> %s\n",
-                           options.resume ? "resuming" : "training", options.model.posenc.c_str(),
-                           model.parameter_count(), Model::layers, Model::dim, Model::heads,
-                           options.config.context, static_cast<long long>(options.config.steps), out.c_str());
-               Progress progress;
+               if (root)
+                 std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
+                             options.resume ? "resuming" : "training", options.model.posenc.c_str(),
+                             model.parameter_count(), Model::layers, Model::dim, Model::heads,
+                             options.config.context, static_cast<long long>(options.config.steps),
+                             group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
+                             out.c_str());
+               Progress progress(stdout, /*redraw=*/group == nullptr);
                const double tokens_per_step = static_cast<double>(options.config.batch * options.config.context);
                posenc::TrainingCallbacks callbacks;
                callbacks.on_step = [&](const posenc::StepReport& r) {
@@ -136,7 +160,9 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  progress.step(r, eta);
                };
                callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
-               const auto records = posenc::run_training(model, data, options.config, run, options.resume, callbacks);
+               if (!root) callbacks = {};  // rank 0 reports for the group
+               const auto records = posenc::run_training(model, data, options.config, run, options.resume, callbacks, group);
+               if (!root) return;
                progress.line_break();
                const posenc::EvalRecord& last = records.back();
                std::printf("done: step %lld, train loss %.4f, val loss %.4f (estimates), %.0f tokens/s, %s\n",
@@ -279,6 +305,7 @@ inline const CLI::Validator non_negative_number(
 
 int main(int argc, char** argv) {
   using namespace shakespeare;
+  const examples::World world(argc, argv);  // MPI under mpirun (data-parallel train)
   CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
   app.require_subcommand(1);
   app.fallthrough();  // --threads may also follow the subcommand
@@ -342,7 +369,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    posenc::set_num_threads(threads > 0 ? threads : posenc::default_num_threads());
+    world.check();
+    posenc::set_num_threads(threads > 0 ? threads : world.default_threads());
+    if (world.size() > 1 && !*train_cmd)
+      posenc::fail("only train runs over several MPI ranks; start ", *eval_cmd ? "eval" : "sample", " without mpirun");
     if (*train_cmd) {
       if (t.resume) {
         for (const char* name : {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay",
@@ -353,13 +383,17 @@ int main(int argc, char** argv) {
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
       if (steps_given > 0) t.config.steps = steps_given;
-      return train(t, out, steps_given);
+      return train(t, out, steps_given, world.group().get());
     }
     if (*eval_cmd) return evaluate(e);
     s.sampling.use_cache = !no_cache;
     return sample(s);
   } catch (const std::exception& error) {
     std::fflush(stdout);
+    if (world.size() > 1) {
+      std::fprintf(stderr, "\nshakespeare (rank %d): %s\n", world.rank(), error.what());
+      world.abort(2);
+    }
     std::fprintf(stderr, "\nshakespeare: %s\n", error.what());
     return 2;
   }

@@ -22,7 +22,10 @@ inline std::string format_duration(double seconds) {
 
 class Progress {
  public:
-  explicit Progress(std::FILE* out = stdout) : out_(out), terminal_(::isatty(::fileno(out)) == 1) {}
+  // redraw: a progress bar when out is a terminal (mpirun gives its ranks a pseudo-terminal even
+  // when its own output goes to a file, so MPI programs pass false)
+  explicit Progress(std::FILE* out = stdout, bool redraw = true)
+      : out_(out), terminal_(redraw && ::isatty(::fileno(out)) == 1) {}
 
   void step(const posenc::StepReport& r, double eta_seconds) {
     if (terminal_) {

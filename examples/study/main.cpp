@@ -15,11 +15,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
 
 #include <posenc/transformer.hpp>
+
+#include "../common/world.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,9 +48,12 @@ std::string format_duration(double seconds) {
 // The view across the whole study: runs done, each running run's progress, and an ETA.
 class StudyProgress {
  public:
-  StudyProgress(std::size_t total_runs, std::size_t done, std::int64_t remaining_steps)
-      : total_(total_runs), done_(done), remaining_steps_(remaining_steps),
-        terminal_(::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
+  // prefix starts every line (a rank's name in a distributed study); remaining_steps 0: no ETA;
+  // redraw: a one-line view on a terminal (false under mpirun, which gives ranks a pseudo-terminal)
+  StudyProgress(std::size_t total_runs, std::size_t done, std::int64_t remaining_steps, bool redraw,
+                std::string prefix = "")
+      : total_(total_runs), done_(done), remaining_steps_(remaining_steps), prefix_(std::move(prefix)),
+        terminal_(redraw && ::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
 
   void started(std::size_t worker, const std::string& id) {
     std::lock_guard lock(mutex_);
@@ -77,9 +83,11 @@ class StudyProgress {
                   workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss, eta().c_str());
     line(text);
   }
-  void finished(std::size_t worker, const std::string& message) {
+  // steps_elsewhere: the steps of a run another rank trained, which step() never saw
+  void finished(std::size_t worker, const std::string& message, std::int64_t steps_elsewhere = 0) {
     std::lock_guard lock(mutex_);
     ++done_;
+    steps_done_ += steps_elsewhere;
     workers_[worker].id.clear();
     line("[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs] " + message);
   }
@@ -92,19 +100,20 @@ class StudyProgress {
   };
   std::string eta() const {
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    if (steps_done_ == 0) return "?";
+    if (steps_done_ == 0 || remaining_steps_ == 0) return "?";
     return format_duration(seconds / static_cast<double>(steps_done_) *
                            static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
   }
   void line(const std::string& text) {
     if (dirty_) std::fputc('\n', stdout);
     dirty_ = false;
-    std::printf("%s\n", text.c_str());
+    std::printf("%s%s\n", prefix_.c_str(), text.c_str());
     std::fflush(stdout);
   }
   std::mutex mutex_;
   std::size_t total_, done_;
   std::int64_t remaining_steps_, steps_done_ = 0;
+  std::string prefix_;
   bool terminal_, dirty_ = false;
   Clock::time_point start_;
   std::vector<Worker> workers_;
@@ -126,10 +135,12 @@ std::optional<posenc::RunRecord> load_record(const fs::path& path) {
   }
 }
 
+void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& record, const posenc::CharDataset& data);
+
 // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
-// finished base run of the same variant and seed), evaluates the final model by full passes and
-// writes the run's record.
-void execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec, const nlohmann::json& config,
+// finished base run of the same variant and seed), evaluates the final model by full passes (and
+// a base run at the --extrapolate lengths) and returns the run's record.
+posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec, const nlohmann::json& config,
                  const posenc::CharDataset& data, const StudyPaths& paths, StudyProgress& progress,
                  std::size_t worker) {
   const posenc::RunDirectory run(paths.run_dir(spec));
@@ -158,13 +169,13 @@ void execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec,
   posenc::TrainConfig train = design.train;
   train.steps = spec.steps;
   train.seed = spec.seed;
+  posenc::RunRecord record;
   posenc::with_model(spec.variant, design.layers, design.dim, design.heads, [&]<class Model>() {
     Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = train.context, .seed = spec.seed});
     posenc::TrainingCallbacks callbacks;
     callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
     callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
     const auto curve = posenc::run_training(model, data, train, run, resume, callbacks);
-    posenc::RunRecord record;
     record.config = config;
     record.curve = curve;
     record.final_train_loss = posenc::evaluate_loss(model, data.train(), train.context, train.batch).loss;
@@ -172,14 +183,18 @@ void execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec,
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
-    fs::create_directories(paths.record(spec).parent_path());
-    posenc::write_file_atomically(paths.record(spec).string(), posenc::to_json(record).dump(2) + "\n");
   });
+  if (spec.steps == design.steps) extrapolate_record(design, record, data);
+  return record;
+}
+
+void write_record(const posenc::RunRecord& record, const fs::path& path) {
+  fs::create_directories(path.parent_path());
+  posenc::write_file_atomically(path.string(), posenc::to_json(record).dump(2) + "\n");
 }
 
 // Adds the lengths the record lacks to its extrapolation entries, evaluating its final checkpoint.
-void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& record, const posenc::CharDataset& data,
-                        const fs::path& record_path) {
+void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& record, const posenc::CharDataset& data) {
   std::vector<std::size_t> missing;
   for (std::size_t L : design.extrapolate)
     if (record.extrapolation_at(L) == nullptr) missing.push_back(L);
@@ -205,8 +220,88 @@ void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& re
       record.extrapolation.push_back(entry);
     }
   });
-  posenc::write_file_atomically(record_path.string(), posenc::to_json(record).dump(2) + "\n");
 }
+
+#if POSENC_WITH_MPI
+// A distributed study (mpirun -np N study): rank 0 hands out the pending runs one at a time as
+// ranks ask for work, writes the records they send back, and writes the summary; every other rank
+// trains what it is given. Rank 0 also trains, in a thread beside the one that talks to MPI.
+enum MessageTag : int {
+  want_run = 1,      // rank → 0: give me a run
+  assigned_run = 2,  // 0 → rank: the run's index in the plan, or −1: no more work
+  run_record = 3,    // rank → 0: "<index>\n<record JSON>"
+  run_failed = 4,    // rank → 0: "<index>\n<what went wrong>"
+};
+
+std::pair<std::size_t, std::string> split_indexed(const std::string& text) {
+  const std::size_t newline = text.find('\n');
+  return {std::stoul(text.substr(0, newline)), text.substr(newline + 1)};
+}
+
+// A rank other than 0: asks for runs until there are none left.
+void serve_as_worker(int rank, const posenc::StudyDesign& design, const std::vector<posenc::RunSpec>& plan,
+                     const std::string& digest, const posenc::CharDataset& data, const StudyPaths& paths) {
+  StudyProgress progress(plan.size(), 0, 0, false, "[rank " + std::to_string(rank) + "] ");
+  for (;;) {
+    posenc::mpi::send_text("", 0, want_run);
+    const long long index = std::stoll(posenc::mpi::receive_text(0, assigned_run).second);
+    if (index < 0) return;
+    const posenc::RunSpec& spec = plan[static_cast<std::size_t>(index)];
+    progress.started(0, spec.id());
+    try {
+      const posenc::RunRecord record =
+          execute_run(design, spec, posenc::run_config(design, spec, digest), data, paths, progress, 0);
+      posenc::mpi::send_text(std::to_string(index) + "\n" + posenc::to_json(record).dump(), 0, run_record);
+      progress.finished(0, "done " + spec.id());
+    } catch (const std::exception& e) {
+      posenc::mpi::send_text(std::to_string(index) + "\n" + e.what(), 0, run_failed);
+      progress.finished(0, std::string("FAILED ") + spec.id() + ": " + e.what());
+    }
+  }
+}
+
+// Rank 0's MPI thread: answers every other rank until each has been told there is no more work.
+// `next` is shared with rank 0's own worker thread; rank r's runs show in progress slot r.
+void coordinate(int ranks, std::atomic<std::size_t>& next, const std::vector<std::size_t>& pending,
+                const std::vector<posenc::RunSpec>& plan, const StudyPaths& paths, StudyProgress& progress,
+                std::vector<std::string>& failures, std::mutex& failures_mutex) {
+  int serving = ranks - 1;
+  while (serving > 0) {
+    if (!posenc::mpi::message_waiting()) {  // sleep rather than spin: the cores are for training
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    const auto [from, text] = posenc::mpi::receive_text();
+    const auto slot = static_cast<std::size_t>(from.source);
+    const std::string where = " (rank " + std::to_string(from.source) + ")";
+    if (from.tag == want_run) {
+      const std::size_t i = next++;
+      if (i < pending.size()) {
+        posenc::mpi::send_text(std::to_string(pending[i]), from.source, assigned_run);
+        progress.started(slot, plan[pending[i]].id() + where);
+      } else {
+        posenc::mpi::send_text("-1", from.source, assigned_run);
+        --serving;
+      }
+    } else if (from.tag == run_record) {
+      const auto [index, json] = split_indexed(text);
+      const posenc::RunSpec& spec = plan.at(index);
+      write_record(posenc::run_record_from_json(nlohmann::json::parse(json)), paths.record(spec));
+      progress.finished(slot, "done " + spec.id() + where, spec.steps);
+    } else if (from.tag == run_failed) {
+      const auto [index, what] = split_indexed(text);
+      const posenc::RunSpec& spec = plan.at(index);
+      {
+        std::lock_guard lock(failures_mutex);
+        failures.push_back(spec.id() + where + ": " + what);
+      }
+      progress.finished(slot, "FAILED " + spec.id() + where + ": " + what);
+    } else {
+      posenc::fail("study: rank ", from.source, " sent a message with unknown tag ", from.tag);
+    }
+  }
+}
+#endif
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -235,6 +330,7 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text, const char* opti
 }  // namespace
 
 int main(int argc, char** argv) {
+  const examples::World world(argc, argv);  // MPI under mpirun: the runs spread over the ranks
   CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
   posenc::StudyDesign design;
   std::string variants = "learned,sinusoidal,rope,alibi-single", seeds = "1337,2024,42", extended_seeds = "1337";
@@ -262,8 +358,9 @@ int main(int argc, char** argv) {
   app.add_option("--heads", design.heads, "Attention heads")->capture_default_str();
   app.add_option("--data", data, "Corpus")->capture_default_str();
   app.add_option("--out", out, "Study directory")->capture_default_str();
-  app.add_option("--jobs", jobs, "Runs at once; the cores are split between them")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--threads", threads, "Cores in all (default: every core, or $POSENC_NUM_THREADS)")->check(CLI::Range(1, 4096));
+  app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--threads", threads, "Cores in all (default: every core, or $POSENC_NUM_THREADS; under mpirun: per rank, "
+                                       "default the rank's share of its machine)")->check(CLI::Range(1, 4096));
   app.add_option("--extrapolate", extrapolate, "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   try {
@@ -276,6 +373,9 @@ int main(int argc, char** argv) {
   }
 
   try {
+    world.check();
+    if (world.size() > 1 && jobs != 1)
+      posenc::fail("--jobs ", jobs, ": under mpirun every rank trains one run at a time; start more ranks instead");
     design.variants = split_list(variants);
     design.seeds = parse_seeds(seeds, "--seeds");
     design.extended_seeds = parse_seeds(extended_seeds, "--extended-seeds");
@@ -297,15 +397,21 @@ int main(int argc, char** argv) {
     const posenc::CharDataset dataset(text);
     const std::string digest = data_digest(text);
     const StudyPaths paths{out};
+    const int cores = threads > 0 ? threads : world.default_threads();
+    posenc::set_num_threads(std::max(1, cores / jobs));
+    const std::vector<posenc::RunSpec> plan = posenc::plan_runs(design);
+#if POSENC_WITH_MPI
+    if (world.rank() != 0) {
+      serve_as_worker(world.rank(), design, plan, digest, dataset, paths);
+      return 0;
+    }
+#endif
     fs::create_directories(paths.out / "records");
 
-    const int cores = threads > 0 ? threads : posenc::default_num_threads();
-    posenc::set_num_threads(std::max(1, cores / jobs));
-
-    const std::vector<posenc::RunSpec> plan = posenc::plan_runs(design);
-    std::vector<posenc::RunSpec> pending;
+    std::vector<std::size_t> pending;  // indices into plan
     std::int64_t pending_steps = 0;
-    for (const posenc::RunSpec& spec : plan) {
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const posenc::RunSpec& spec = plan[i];
       const nlohmann::json config = posenc::run_config(design, spec, digest);
       if (const auto record = load_record(paths.record(spec))) {
         if (record->config != config)
@@ -313,23 +419,27 @@ int main(int argc, char** argv) {
                        record->config.dump(), "); use another --out or delete it");
         continue;
       }
-      pending.push_back(spec);
+      pending.push_back(i);
       pending_steps += spec.steps;
     }
-    std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d job(s) × %d thread(s) -> %s\n",
-                plan.size(), plan.size() - pending.size(), pending.size(), jobs, std::max(1, cores / jobs), out.c_str());
+    if (summary_only) pending.clear();
+    std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d %s × %d thread(s) -> %s\n",
+                plan.size(), plan.size() - pending.size(), pending.size(), world.size() > 1 ? world.size() : jobs,
+                world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());
+    std::fflush(stdout);
 
     std::vector<std::string> failures;
-    if (!summary_only && !pending.empty()) {
-      StudyProgress progress(plan.size(), plan.size() - pending.size(), pending_steps);
+    if (!pending.empty() || world.size() > 1) {
+      StudyProgress progress(plan.size(), plan.size() - pending.size(), pending_steps, world.size() == 1);
       std::atomic<std::size_t> next{0};
       std::mutex failures_mutex;
       auto worker = [&](std::size_t id) {
         for (std::size_t i = next++; i < pending.size(); i = next++) {
-          const posenc::RunSpec& spec = pending[i];
+          const posenc::RunSpec& spec = plan[pending[i]];
           progress.started(id, spec.id());
           try {
-            execute_run(design, spec, posenc::run_config(design, spec, digest), dataset, paths, progress, id);
+            write_record(execute_run(design, spec, posenc::run_config(design, spec, digest), dataset, paths, progress, id),
+                         paths.record(spec));
             progress.finished(id, "done " + spec.id());
           } catch (const std::exception& e) {
             std::lock_guard lock(failures_mutex);
@@ -340,7 +450,21 @@ int main(int argc, char** argv) {
       };
       std::vector<std::thread> workers;
       for (int j = 1; j < jobs; ++j) workers.emplace_back(worker, static_cast<std::size_t>(j));
+#if POSENC_WITH_MPI
+      if (world.size() > 1) {
+        workers.emplace_back(worker, std::size_t{0});  // this thread talks to the other ranks
+        try {
+          coordinate(world.size(), next, pending, plan, paths, progress, failures, failures_mutex);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "study (rank 0): %s\n", e.what());
+          world.abort(2);  // the other ranks would wait for an answer forever
+        }
+      } else {
+        worker(0);
+      }
+#else
       worker(0);
+#endif
       for (auto& w : workers) w.join();
     }
 
@@ -348,8 +472,10 @@ int main(int argc, char** argv) {
     for (const posenc::RunSpec& spec : plan)
       if (auto r = load_record(paths.record(spec))) {
         if (!summary_only && spec.steps == design.steps && !design.extrapolate.empty()) {
-          try {
-            extrapolate_record(design, *r, dataset, paths.record(spec));
+          try {  // runs finished before --extrapolate was given (needs their checkpoints here)
+            const std::size_t before = r->extrapolation.size();
+            extrapolate_record(design, *r, dataset);
+            if (r->extrapolation.size() != before) write_record(*r, paths.record(spec));
           } catch (const std::exception& e) {
             failures.push_back(spec.id() + " (extrapolation): " + e.what());
           }
@@ -370,6 +496,10 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);
+    if (world.size() > 1) {
+      std::fprintf(stderr, "study (rank %d): %s\n", world.rank(), e.what());
+      world.abort(2);
+    }
     std::fprintf(stderr, "study: %s\n", e.what());
     return 2;
   }

@@ -84,8 +84,8 @@ python3 "$here/edit_checkpoint.py" "$ck" badjson.safetensors header '{"lm_head.b
 expect_error "a malformed JSON header" "JSON" "$bin" sample --checkpoint badjson.safetensors
 python3 "$here/edit_checkpoint.py" "$ck" badshape.safetensors shape lm_head.weight 64,27
 expect_error "a tensor shape that does not match the metadata" "lm_head.weight" "$bin" sample --checkpoint badshape.safetensors
-python3 "$here/edit_checkpoint.py" "$ck" policy.safetensors meta posenc_policy xpos
-expect_error "a policy the binary cannot build" "unknown positional encoding 'xpos'" "$bin" sample --checkpoint policy.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" policy.safetensors meta posenc_policy cope
+expect_error "a policy the binary cannot build" "unknown positional encoding 'cope'" "$bin" sample --checkpoint policy.safetensors
 python3 "$here/edit_checkpoint.py" "$ck" layers.safetensors meta layers 7
 expect_error "a model size the binary cannot build" "not built for a model of 7 layers" "$bin" sample --checkpoint layers.safetensors
 python3 "$here/edit_checkpoint.py" "$ck" renamed.safetensors rename lm_head.bias lm_head.b

@@ -153,10 +153,9 @@ class CharTransformer {
     store_.grads.fill(S(0));
   }
 
-  // zero_grad, loss, backward and one optimizer step; returns the batch's loss before the step.
-  // Each chunk's forward is followed by its backward, so nothing is computed twice.
-  S train_step(const Tokens& inputs, const Tokens& targets, Optimizer& optimizer) {
-    zero_grad();
+  // loss() then backward() in one pass: each chunk's forward is followed by its backward, so
+  // nothing is computed twice. Adds into the gradients; returns the mean loss.
+  S loss_and_backward(const Tokens& inputs, const Tokens& targets) {
     begin_batch(inputs, &targets);
     double total = 0;
     for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
@@ -165,7 +164,13 @@ class CharTransformer {
       chunk_backward(b0);
     }
     ws_.has_loss = true;
-    const auto value = static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
+    return static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
+  }
+
+  // zero_grad, loss_and_backward and one optimizer step; returns the batch's loss before the step.
+  S train_step(const Tokens& inputs, const Tokens& targets, Optimizer& optimizer) {
+    zero_grad();
+    const S value = loss_and_backward(inputs, targets);
     POSENC_PROFILE_SCOPE("optimizer: adamw");
     optimizer.step(store_);
     return value;

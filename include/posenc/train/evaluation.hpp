@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
 #include "posenc/tensor.hpp"
+#include "posenc/train/process_group.hpp"
 
 namespace posenc {
 
@@ -106,19 +108,30 @@ LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& token
 }
 
 // The mean loss over `iterations` random batches of `batch` windows (nanoGPT's estimate_loss);
-// the sampler is seeded by `seed`, so the estimate is repeatable.
+// the sampler is seeded by `seed`, so the estimate is repeatable. With a process group, every
+// process draws the same batches and scores its shard of each (batch_shard); all get the total.
 template <class Model>
 double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t batch,
                      std::size_t context, std::size_t iterations, std::uint64_t seed,
-                     std::string_view split_name = "split") {
+                     std::string_view split_name = "split", ProcessGroup* group = nullptr) {
   if (iterations == 0) fail("estimate_loss: iterations must be positive");
   BatchSampler sampler(tokens, batch, context, seed, split_name);
-  Tokens x, y;
+  const auto [first, last] = group != nullptr ? batch_shard(batch, group->rank(), group->size())
+                                              : std::pair<std::size_t, std::size_t>{0, batch};
+  const double weight = static_cast<double>(last - first) / static_cast<double>(batch);
+  Tokens x, y, shard_x, shard_y;
   double total = 0;
   for (std::size_t i = 0; i < iterations; ++i) {
     sampler.sample(x, y);
-    total += static_cast<double>(model.loss(x, y));
+    if (group == nullptr) {
+      total += static_cast<double>(model.loss(x, y));
+    } else if (last > first) {
+      copy_rows(shard_x, x, first, last);
+      copy_rows(shard_y, y, first, last);
+      total += static_cast<double>(model.loss(shard_x, shard_y)) * weight;
+    }
   }
+  if (group != nullptr) group->sum(&total, 1);
   return total / static_cast<double>(iterations);
 }
 

@@ -10,6 +10,7 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/evaluation.hpp"
+#include "posenc/train/process_group.hpp"
 
 namespace posenc {
 
@@ -46,12 +47,17 @@ class Trainer {
  public:
   using S = typename Model::scalar_type;
 
-  Trainer(Model& model, const CharDataset& data, const TrainConfig& config)
+  // With a process group of more than one process, training is data-parallel: every process
+  // draws the same global batch, computes the gradient of its shard (batch_shard), and the
+  // gradients are summed over the group before the optimizer step, which every process then takes
+  // identically — the losses equal one process's to float rounding.
+  Trainer(Model& model, const CharDataset& data, const TrainConfig& config, ProcessGroup* group = nullptr)
       : model_(model),
         data_(data),
-        config_(checked(config, model)),
+        config_(checked(config, model, group)),
         optimizer_(model.make_optimizer({.lr = config.lr, .weight_decay = config.weight_decay})),
-        sampler_(data.train(), config.batch, config.context, config.seed, "training split") {}
+        sampler_(data.train(), config.batch, config.context, config.seed, "training split"),
+        group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
 
   std::int64_t step() const { return optimizer_.steps(); }
   const TrainConfig& config() const { return config_; }
@@ -80,9 +86,9 @@ class Trainer {
     EvalRecord r;
     r.step = step();
     r.train_loss = estimate_loss(model_, data_.train(), config_.batch, config_.context,
-                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split");
+                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split", group_);
     r.val_loss = estimate_loss(model_, data_.val(), config_.batch, config_.context,
-                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split");
+                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split", group_);
     r.elapsed_seconds = elapsed_seconds();
     r.tokens_per_second = tokens_per_second();
     return r;
@@ -99,7 +105,8 @@ class Trainer {
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
       sampler_.sample(x, y);
-      const double loss = static_cast<double>(model_.train_step(x, y, optimizer_));
+      const double loss = group_ == nullptr ? static_cast<double>(model_.train_step(x, y, optimizer_))
+                                            : data_parallel_step(x, y);
       train_seconds_ += since(t0);
       on_step(StepReport{step(), config_.steps, loss, elapsed_seconds(), tokens_per_second()});
       if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
@@ -113,7 +120,28 @@ class Trainer {
   }
   double tokens_per_step() const { return static_cast<double>(config_.batch * config_.context); }
 
-  static TrainConfig checked(const TrainConfig& c, const Model& model) {
+  // One step of the group: this process's shard's gradient, weighted by its share of the batch
+  // (the shard's mean loss × rows/B sums to the global mean), summed over the group, then AdamW.
+  double data_parallel_step(const Tokens& x, const Tokens& y) {
+    const auto [first, last] = batch_shard(config_.batch, group_->rank(), group_->size());
+    const S weight = static_cast<S>(last - first) / static_cast<S>(config_.batch);
+    auto& grads = model_.store().grads;
+    model_.zero_grad();
+    copy_rows(shard_x_, x, first, last);
+    copy_rows(shard_y_, y, first, last);
+    double loss = static_cast<double>(model_.loss_and_backward(shard_x_, shard_y_) * weight);
+    S* g = grads.data();
+    for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= weight;
+    group_->sum(g, grads.size());
+    group_->sum(&loss, 1);
+    optimizer_.step(model_.store());
+    return loss;
+  }
+
+  static TrainConfig checked(const TrainConfig& c, const Model& model, const ProcessGroup* group) {
+    if (group != nullptr && c.batch < static_cast<std::size_t>(group->size()))
+      fail("training: batch ", c.batch, " cannot be split over ", group->size(),
+           " processes; every process needs at least one window");
     if (c.steps <= 0) fail("training: steps must be positive, got ", c.steps);
     if (c.batch == 0) fail("training: batch must be positive");
     if (c.context == 0) fail("training: context must be positive");
@@ -129,6 +157,8 @@ class Trainer {
   TrainConfig config_;
   AdamW<S> optimizer_;
   BatchSampler sampler_;
+  ProcessGroup* group_;  // nullptr: this process alone
+  Tokens shard_x_, shard_y_;
   Clock::time_point start_ = Clock::now();
   double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
   std::int64_t last_evaluated_ = -1;

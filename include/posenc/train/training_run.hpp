@@ -16,6 +16,7 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
+#include "posenc/train/process_group.hpp"
 #include "posenc/train/trainer.hpp"
 
 namespace posenc {
@@ -79,44 +80,76 @@ struct TrainingCallbacks {
   std::function<void(const EvalRecord&)> on_eval = [](const EvalRecord&) {};
 };
 
+namespace detail {
+// Rank 0's restored training state, copied to the other processes of a data-parallel group.
+template <class Model, class S>
+void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer, std::string& sampler_state,
+                          double& elapsed, double& train) {
+  auto& values = model.store().values;
+  group.broadcast(values.data(), values.size() * sizeof(S));
+  group.broadcast(optimizer.first_moment().data(), optimizer.first_moment().size() * sizeof(S));
+  group.broadcast(optimizer.second_moment().data(), optimizer.second_moment().size() * sizeof(S));
+  std::int64_t steps = optimizer.steps();
+  group.broadcast_value(steps);
+  optimizer.set_steps(steps);
+  group.broadcast(sampler_state);
+  group.broadcast_value(elapsed);
+  group.broadcast_value(train);
+}
+}  // namespace detail
+
 // Trains `model` into `run`, or, with resume, continues the run from its latest evaluation: the
 // model, AdamW's state, the sampler's position and the clock are restored, so the losses that
 // follow equal those of an uninterrupted run. Returns every evaluation of the run.
+// With a process group the training is data-parallel (see Trainer): rank 0 alone reads and writes
+// the run's files and sends a restored state to the others; every process calls on_eval (the
+// estimates are the group's) and, but rank 0, returns only the evaluations it took part in.
 template <class Model>
 std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, const TrainConfig& config,
                                      const RunDirectory& run, bool resume,
-                                     const TrainingCallbacks& callbacks = {}) {
-  std::filesystem::create_directories(run.dir());
-  Trainer<Model> trainer(model, data, config);
+                                     const TrainingCallbacks& callbacks = {}, ProcessGroup* group = nullptr) {
+  const bool shared = group != nullptr && group->size() > 1;
+  const bool writes = !shared || group->is_root();
+  if (writes) std::filesystem::create_directories(run.dir());
+  Trainer<Model> trainer(model, data, config, group);
   std::vector<EvalRecord> records;
   if (resume) {
-    const SafetensorsFile state = read_safetensors(run.optimizer());
-    const auto meta = load_optimizer_state(state, trainer.optimizer());
-    const std::int64_t step = trainer.step();
-    trainer.set_last_evaluated_step(step);  // states are saved at evaluations
-    load_parameters(model, read_safetensors(run.checkpoint(step)));
-    trainer.sampler().rng().set_state(detail::metadata_field(state, "sampler_state"));
-    trainer.set_previous_time(std::stod(detail::metadata_field(state, "elapsed_seconds")),
-                              std::stod(detail::metadata_field(state, "train_seconds")));
-    for (const EvalRecord& r : read_eval_log(run.log()))
-      if (r.step <= step) records.push_back(r);  // drop records written after the saved state
+    std::string sampler_state;
+    double elapsed = 0, train = 0;
+    if (writes) {
+      const SafetensorsFile state = read_safetensors(run.optimizer());
+      load_optimizer_state(state, trainer.optimizer());
+      const std::int64_t step = trainer.step();
+      load_parameters(model, read_safetensors(run.checkpoint(step)));
+      sampler_state = detail::metadata_field(state, "sampler_state");
+      elapsed = std::stod(detail::metadata_field(state, "elapsed_seconds"));
+      train = std::stod(detail::metadata_field(state, "train_seconds"));
+      for (const EvalRecord& r : read_eval_log(run.log()))
+        if (r.step <= step) records.push_back(r);  // drop records written after the saved state
+    }
+    if (shared) detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train);
+    trainer.set_last_evaluated_step(trainer.step());  // states are saved at evaluations
+    trainer.sampler().rng().set_state(sampler_state);
+    trainer.set_previous_time(elapsed, train);
   }
   auto save = [&](const EvalRecord& r) {
     records.push_back(r);
-    // The checkpoint and the log first, the optimizer state that names their step last: an
-    // interruption anywhere leaves a complete state to resume from (records past it are dropped).
-    save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed);
-    std::string log;
-    for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
-    write_file_atomically(run.log(), log);
-    save_optimizer_state(run.optimizer(), trainer.optimizer(),
-                         {{"sampler_state", trainer.sampler().rng().state()},
-                          {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
-                          {"train_seconds", std::to_string(trainer.train_seconds())}});
+    if (writes) {
+      // The checkpoint and the log first, the optimizer state that names their step last: an
+      // interruption anywhere leaves a complete state to resume from (records past it are dropped).
+      save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed);
+      std::string log;
+      for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
+      write_file_atomically(run.log(), log);
+      save_optimizer_state(run.optimizer(), trainer.optimizer(),
+                           {{"sampler_state", trainer.sampler().rng().state()},
+                            {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
+                            {"train_seconds", std::to_string(trainer.train_seconds())}});
+    }
     callbacks.on_eval(r);
   };
   trainer.run(callbacks.on_step, save);
-  save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed);
+  if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed);
   return records;
 }
 

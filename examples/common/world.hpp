@@ -1,0 +1,55 @@
+// World: the processes a program runs as — the ranks of an MPI job under mpirun when built with MPI, otherwise this one process.
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <posenc/config.hpp>
+#include <posenc/threads.hpp>
+#include <posenc/train/process_group.hpp>
+
+#if POSENC_WITH_MPI
+#include <posenc/distributed/mpi.hpp>
+#endif
+
+namespace examples {
+
+// Construct it first thing in main (MPI may edit argv), then call check() where errors are caught.
+class World {
+ public:
+#if POSENC_WITH_MPI
+  World(int& argc, char**& argv) : session_(argc, argv) {}
+  int rank() const { return session_.rank(); }
+  int size() const { return session_.size(); }
+  // This rank's share of its machine's cores (POSENC_NUM_THREADS wins).
+  int default_threads() const { return session_.default_threads(); }
+  // The ranks as a ProcessGroup for data-parallel training; nullptr when alone.
+  std::unique_ptr<posenc::ProcessGroup> group() const {
+    if (size() == 1) return nullptr;
+    return std::make_unique<posenc::mpi::Group>(session_);
+  }
+  // Ends the whole job: after an error on one rank the others would wait for it forever.
+  [[noreturn]] void abort(int code) const { session_.abort(code); }
+  void check() const {}
+
+ private:
+  posenc::mpi::Session session_;
+#else
+  World(int&, char**&) {}
+  // mpirun -np N of a build without MPI would start N independent copies writing the same files.
+  void check() const {
+    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+      if (const char* n = std::getenv(var); n != nullptr && std::atoi(n) > 1)
+        posenc::fail("this program was built without MPI, but ", var, "=", n,
+                     " says mpirun started several copies; rebuild with libopenmpi-dev installed");
+  }
+  int rank() const { return 0; }
+  int size() const { return 1; }
+  int default_threads() const { return posenc::default_num_threads(); }
+  std::unique_ptr<posenc::ProcessGroup> group() const { return nullptr; }
+  [[noreturn]] void abort(int code) const { std::exit(code); }
+#endif
+};
+
+}  // namespace examples

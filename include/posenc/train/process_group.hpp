@@ -1,0 +1,55 @@
+// ProcessGroup: the processes that train one model together (data parallelism), and the rows of a global batch each one computes.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+// What the training loop needs from a communication library, and nothing more: posenc's core
+// stays free of MPI, and posenc/distributed/mpi.hpp implements this with MPI. Every process of
+// the group must make the same calls in the same order.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // data ← the element-wise sum of every process's data, on every process
+  virtual void sum(float* data, std::size_t n) = 0;
+  virtual void sum(double* data, std::size_t n) = 0;
+  // bytes ← rank 0's bytes, on every process
+  virtual void broadcast(void* bytes, std::size_t n) = 0;
+
+  bool is_root() const { return rank() == 0; }
+  void broadcast(std::string& text) {
+    std::size_t length = text.size();
+    broadcast(&length, sizeof length);
+    text.resize(length);
+    broadcast(text.data(), length);
+  }
+  template <class T>
+  void broadcast_value(T& value) {
+    broadcast(&value, sizeof value);
+  }
+};
+
+// Rows [first, second) of a global batch of `batch` rows that process `rank` of `size` computes:
+// contiguous, in rank order, sizes differing by at most one.
+inline std::pair<std::size_t, std::size_t> batch_shard(std::size_t batch, int rank, int size) {
+  const auto r = static_cast<std::size_t>(rank), n = static_cast<std::size_t>(size);
+  return {batch * r / n, batch * (r + 1) / n};
+}
+
+// out ← rows [first, last) of tokens (B,T)
+inline void copy_rows(Tokens& out, const Tokens& tokens, std::size_t first, std::size_t last) {
+  const std::size_t T = tokens.shape()[1];
+  if (out.shape() != Tokens::shape_type{last - first, T}) out.resize({last - first, T});
+  std::copy(tokens.begin() + static_cast<std::ptrdiff_t>(first * T),
+            tokens.begin() + static_cast<std::ptrdiff_t>(last * T), out.begin());
+}
+
+}  // namespace posenc

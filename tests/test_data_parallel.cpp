@@ -1,0 +1,196 @@
+// Tests of data-parallel training (Trainer and run_training with a ProcessGroup): N processes give one process's losses.
+// The processes are threads here (ThreadGroup below), so the test needs no MPI; tests/cli/test_mpi.sh
+// runs the same equivalence through MPI itself.
+#include <catch2/catch.hpp>
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <posenc/train/training_run.hpp>
+#include <posenc/transformer.hpp>
+
+using namespace posenc;
+
+namespace {
+
+// The shared state of a group of threads that stand in for processes.
+struct Hub {
+  explicit Hub(int n) : size(n), barrier(n), slots(static_cast<std::size_t>(n)) {}
+  int size;
+  std::barrier<> barrier;
+  std::vector<void*> slots;  // each member's buffer during a collective
+};
+
+// A ProcessGroup of threads: sums add the members' buffers in rank order, as MPI_Allreduce would
+// in some fixed order, and every member gets the same bits.
+class ThreadGroup final : public ProcessGroup {
+ public:
+  ThreadGroup(Hub& hub, int rank) : hub_(hub), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return hub_.size; }
+  void sum(float* data, std::size_t n) override { reduce(data, n); }
+  void sum(double* data, std::size_t n) override { reduce(data, n); }
+  void broadcast(void* bytes, std::size_t n) override {
+    hub_.slots[static_cast<std::size_t>(rank_)] = bytes;
+    hub_.barrier.arrive_and_wait();
+    if (rank_ != 0) std::memcpy(bytes, hub_.slots[0], n);
+    hub_.barrier.arrive_and_wait();
+  }
+  using ProcessGroup::broadcast;
+
+ private:
+  template <class S>
+  void reduce(S* data, std::size_t n) {
+    hub_.slots[static_cast<std::size_t>(rank_)] = data;
+    hub_.barrier.arrive_and_wait();
+    std::vector<S> total(n, S(0));
+    for (void* slot : hub_.slots)
+      for (std::size_t i = 0; i < n; ++i) total[i] += static_cast<const S*>(slot)[i];
+    hub_.barrier.arrive_and_wait();  // every member has read every buffer before any is written
+    std::copy(total.begin(), total.end(), data);
+  }
+  Hub& hub_;
+  int rank_;
+};
+
+// Runs body(group) on `ranks` threads at once.
+void run_group(int ranks, const std::function<void(ProcessGroup&)>& body) {
+  Hub hub(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      ThreadGroup group(hub, r);
+      body(group);
+    });
+  for (auto& t : threads) t.join();
+}
+
+std::string corpus() {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "to be or not to be, that is the question " + std::to_string(i % 7) + "\n";
+  return text;
+}
+
+struct Trace {
+  std::vector<double> losses;     // every step's training loss
+  std::vector<EvalRecord> evals;  // every evaluation
+  std::vector<double> parameters;
+};
+
+template <class Model>
+Trace train(const CharDataset& data, const TrainConfig& config, ProcessGroup* group) {
+  Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
+  Trainer<Model> trainer(model, data, config, group);
+  Trace trace;
+  trainer.run([&](const StepReport& r) { trace.losses.push_back(r.loss); },
+              [&](const EvalRecord& r) { trace.evals.push_back(r); });
+  const auto& p = model.parameters();
+  trace.parameters.assign(p.data(), p.data() + p.size());
+  return trace;
+}
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-3, std::abs(b[i])));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("batch_shard cuts a batch into contiguous shards in rank order, differing by at most one row") {
+  CHECK(batch_shard(32, 0, 2) == std::pair<std::size_t, std::size_t>{0, 16});
+  CHECK(batch_shard(32, 1, 2) == std::pair<std::size_t, std::size_t>{16, 32});
+  // 6 rows over 4 ranks: 1, 2, 1, 2 (6·r/4 rounded down)
+  CHECK(batch_shard(6, 0, 4) == std::pair<std::size_t, std::size_t>{0, 1});
+  CHECK(batch_shard(6, 1, 4) == std::pair<std::size_t, std::size_t>{1, 3});
+  CHECK(batch_shard(6, 2, 4) == std::pair<std::size_t, std::size_t>{3, 4});
+  CHECK(batch_shard(6, 3, 4) == std::pair<std::size_t, std::size_t>{4, 6});
+}
+
+TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one process's losses and model", "",
+                   float, double) {
+  using S = TestType;
+  using Model = CharTransformer<RoPE, 2, 16, 2, S>;
+  set_num_threads(1);
+  const CharDataset data(corpus());
+  // batch 6: even shards over 2 and 3 processes, uneven (1, 2, 1, 2 rows) over 4
+  const TrainConfig config{.steps = 6, .batch = 6, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 9};
+  const Trace alone = train<Model>(data, config, nullptr);
+  // Tolerance: the same arithmetic but for the order of the sums over the batch; in float, six
+  // AdamW steps of rounding differences stay far below 1e-4 of the loss, in double below 1e-10.
+  const double tolerance = std::is_same_v<S, float> ? 1e-4 : 1e-10;
+  for (int ranks : {2, 3, 4}) {
+    std::vector<Trace> traces(static_cast<std::size_t>(ranks));
+    run_group(ranks, [&](ProcessGroup& g) { traces[static_cast<std::size_t>(g.rank())] = train<Model>(data, config, &g); });
+    INFO(ranks << " processes");
+    for (const Trace& t : traces) {  // every process took identical steps
+      CHECK(t.losses == traces[0].losses);
+      CHECK(t.parameters == traces[0].parameters);
+    }
+    CHECK(max_relative_difference(traces[0].losses, alone.losses) < tolerance);
+    CHECK(max_relative_difference(traces[0].parameters, alone.parameters) < 10 * tolerance);
+    REQUIRE(traces[0].evals.size() == alone.evals.size());
+    for (std::size_t i = 0; i < alone.evals.size(); ++i) {
+      CHECK(traces[0].evals[i].train_loss == Approx(alone.evals[i].train_loss).epsilon(tolerance));
+      CHECK(traces[0].evals[i].val_loss == Approx(alone.evals[i].val_loss).epsilon(tolerance));
+    }
+  }
+}
+
+TEST_CASE("a data-parallel run resumed from rank 0's files continues as one process's resumed run") {
+  using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
+  set_num_threads(1);
+  const CharDataset data(corpus());
+  TrainConfig config{.steps = 6, .batch = 4, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 4};
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-data-parallel-resume";
+  std::filesystem::remove_all(base);
+
+  // Both runs stop after 3 steps and resume to 6. Checkpoints hold F32, so the resumed models
+  // are the float-rounded ones in both: the comparison is like for like.
+  std::vector<double> alone_parameters;
+  std::vector<EvalRecord> alone_records;
+  std::vector<std::vector<double>> group_parameters(2);
+  std::vector<std::vector<EvalRecord>> group_records(2);
+  for (std::int64_t steps : {3, 6}) {
+    config.steps = steps;
+    const bool resume = steps == 6;
+    Model alone(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
+    alone_records = run_training(alone, data, config, RunDirectory(base / "alone"), resume);
+    alone_parameters.assign(alone.parameters().data(), alone.parameters().data() + alone.parameters().size());
+    run_group(2, [&](ProcessGroup& g) {
+      const auto r = static_cast<std::size_t>(g.rank());
+      Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
+      group_records[r] = run_training(model, data, config, RunDirectory(base / "group"), resume, {}, &g);
+      group_parameters[r].assign(model.parameters().data(), model.parameters().data() + model.parameters().size());
+    });
+  }
+  CHECK(group_parameters[0] == group_parameters[1]);
+  // The sums' order may round a parameter to the neighbouring float at the checkpoint: 1e-6.
+  CHECK(max_relative_difference(group_parameters[0], alone_parameters) < 1e-6);
+  // rank 0 holds every evaluation (read back from its log), rank 1 those it took part in
+  REQUIRE(group_records[0].size() == alone_records.size());
+  CHECK(group_records[1].size() == 1);
+  for (std::size_t i = 0; i < alone_records.size(); ++i)
+    CHECK(group_records[0][i].val_loss == Approx(alone_records[i].val_loss).epsilon(1e-8));
+  // only rank 0 wrote: one log, no stray files from rank 1
+  CHECK(std::filesystem::exists(RunDirectory(base / "group").final_model()));
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("a batch smaller than the group is refused with a message naming both") {
+  using Model = CharTransformer<NoPE, 2, 16, 2>;
+  const CharDataset data(corpus());
+  run_group(3, [&](ProcessGroup& g) {
+    Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8});
+    CHECK_THROWS_WITH((Trainer<Model>(model, data, TrainConfig{.batch = 2, .context = 8}, &g)),
+                      Catch::Contains("batch 2 cannot be split over 3 processes"));
+  });
+}
