@@ -136,7 +136,10 @@ TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one p
       CHECK(t.parameters == traces[0].parameters);
     }
     CHECK(max_relative_difference(traces[0].losses, alone.losses) < tolerance);
-    CHECK(max_relative_difference(traces[0].parameters, alone.parameters) < 10 * tolerance);
+    // Parameters only in double: in float, AdamW's normalised step m/√v turns the rounding of a
+    // gradient near zero into a step of ±lr (its sign can flip), which the losses do not feel.
+    if constexpr (std::is_same_v<S, double>)
+      CHECK(max_relative_difference(traces[0].parameters, alone.parameters) < tolerance);
     REQUIRE(traces[0].evals.size() == alone.evals.size());
     for (std::size_t i = 0; i < alone.evals.size(); ++i) {
       CHECK(traces[0].evals[i].train_loss == Approx(alone.evals[i].train_loss).epsilon(tolerance));

@@ -433,18 +433,21 @@ int main(int argc, char** argv) {
       StudyProgress progress(plan.size(), plan.size() - pending.size(), pending_steps, world.size() == 1);
       std::atomic<std::size_t> next{0};
       std::mutex failures_mutex;
+      const std::string where = world.size() > 1 ? " (rank 0)" : "";
       auto worker = [&](std::size_t id) {
         for (std::size_t i = next++; i < pending.size(); i = next++) {
           const posenc::RunSpec& spec = plan[pending[i]];
-          progress.started(id, spec.id());
+          progress.started(id, spec.id() + where);
           try {
             write_record(execute_run(design, spec, posenc::run_config(design, spec, digest), dataset, paths, progress, id),
                          paths.record(spec));
-            progress.finished(id, "done " + spec.id());
+            progress.finished(id, "done " + spec.id() + where);
           } catch (const std::exception& e) {
-            std::lock_guard lock(failures_mutex);
-            failures.push_back(spec.id() + ": " + e.what());
-            progress.finished(id, "FAILED " + spec.id() + ": " + e.what());
+            {
+              std::lock_guard lock(failures_mutex);
+              failures.push_back(spec.id() + where + ": " + e.what());
+            }
+            progress.finished(id, "FAILED " + spec.id() + where + ": " + e.what());
           }
         }
       };
