@@ -18,6 +18,7 @@
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
+#include "../common/model_sizes.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -138,7 +139,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
   }
 
-  posenc::with_model(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
+  posenc::with_model<examples::ModelSizes>(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
              [&]<class Model>() {
                Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                .context = options.config.context,
@@ -179,7 +180,7 @@ void with_checkpoint(const std::string& path, F&& f) {
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
   const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
   const posenc::CharTokenizer tokenizer(info.vocabulary);
-  posenc::with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
+  posenc::with_model<examples::ModelSizes>(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
     Model model(posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
                                     .context = info.context,
                                     .max_context = info.max_context});

@@ -22,6 +22,7 @@
 
 #include <posenc/transformer.hpp>
 
+#include "../common/model_sizes.hpp"
 #include "../common/world.hpp"
 
 namespace fs = std::filesystem;
@@ -170,7 +171,7 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
   train.steps = spec.steps;
   train.seed = spec.seed;
   posenc::RunRecord record;
-  posenc::with_model(spec.variant, design.layers, design.dim, design.heads, [&]<class Model>() {
+  posenc::with_model<examples::ModelSizes>(spec.variant, design.layers, design.dim, design.heads, [&]<class Model>() {
     Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = train.context, .seed = spec.seed});
     posenc::TrainingCallbacks callbacks;
     callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
@@ -201,7 +202,7 @@ void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& re
   if (missing.empty()) return;
   const posenc::SafetensorsFile file = posenc::read_safetensors(record.checkpoint);
   const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
-  posenc::with_model(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
+  posenc::with_model<examples::ModelSizes>(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
     const std::size_t longest = *std::max_element(missing.begin(), missing.end());
     Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = info.context,
                                     .max_context = std::max(longest, 16 * info.context)});
