@@ -263,6 +263,27 @@ TEST_CASE("the thread count follows set_num_threads and rejects nonsense") {
   CHECK_THROWS_WITH(set_num_threads(0), Catch::Contains("at least 1"));
 }
 
+TEST_CASE("the default thread count is the number of cores the process may run on") {
+  CHECK(available_cores() >= 1);
+#if defined(__linux__)
+  // A thread bound to one core (as taskset or mpirun's --bind-to core would bind the process)
+  // sees one core.
+  int seen = 0;
+  std::thread bound([&] {
+    cpu_set_t allowed, one;
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &allowed)) ++first;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    seen = available_cores();
+  });
+  bound.join();
+  CHECK(seen == 1);
+#endif
+}
+
 TEST_CASE("kernels called from another std::thread use posenc's thread count, not OpenMP's default") {
   // study --jobs N runs models in N std::threads; OpenMP gives each new thread its default team
   // size (every core), so the count must come from posenc's process-wide setting.

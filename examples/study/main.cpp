@@ -383,6 +383,7 @@ int main(int argc, char** argv) {
     if (design.variants.empty()) posenc::fail("--variants: no variant given");
     if (design.seeds.empty()) posenc::fail("--seeds: no seed given");
     for (const std::string& v : design.variants) posenc::with_policy(v, []<class P>() {});  // names check
+    if (design.extended_steps == 0) design.extended_seeds.clear();  // no extended runs: nothing to check
     for (std::uint64_t seed : design.extended_seeds)
       if (std::find(design.seeds.begin(), design.seeds.end(), seed) == design.seeds.end())
         posenc::fail("--extended-seeds: ", seed, " is not among --seeds; an extended run continues the base run of its seed");

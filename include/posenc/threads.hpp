@@ -10,6 +10,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 // OpenBLAS's own control, declared weak so that posenc still links against another BLAS.
 extern "C" __attribute__((weak)) void openblas_set_num_threads(int);
@@ -18,7 +21,18 @@ namespace posenc {
 
 inline constexpr const char* threads_env_var = "POSENC_NUM_THREADS";
 
-// POSENC_NUM_THREADS when set, otherwise every core of the machine.
+// The cores this process may run on: its CPU affinity (taskset, or an MPI launcher's binding) on
+// Linux, otherwise every core of the machine.
+inline int available_cores() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : static_cast<int>(cores);
+}
+
+// POSENC_NUM_THREADS when set, otherwise every core this process may run on.
 inline int default_num_threads() {
   if (const char* env = std::getenv(threads_env_var); env != nullptr && *env != '\0') {
     char* end = nullptr;
@@ -27,8 +41,7 @@ inline int default_num_threads() {
       fail(threads_env_var, "='", env, "' is not a thread count; expected a whole number ≥ 1");
     return static_cast<int>(n);
   }
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1 : static_cast<int>(cores);
+  return available_cores();
 }
 
 namespace detail {

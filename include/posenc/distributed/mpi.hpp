@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "posenc/config.hpp"
@@ -66,10 +67,15 @@ class Session {
   int size() const { return size_; }
   int ranks_on_this_node() const { return ranks_on_node_; }
 
-  // This rank's share of its machine's cores; POSENC_NUM_THREADS, when set, wins.
+  // This rank's share of its machine's cores: the machine's cores over the ranks placed on it, and
+  // never more than the cores the launcher bound this rank to (Open MPI binds each rank to one
+  // core when it starts two or fewer; `mpirun --bind-to none` lifts that). POSENC_NUM_THREADS,
+  // when set, wins.
   int default_threads() const {
     if (const char* env = std::getenv(threads_env_var); env != nullptr && *env != '\0') return default_num_threads();
-    return std::max(1, default_num_threads() / ranks_on_node_);
+    const unsigned machine = std::thread::hardware_concurrency();
+    const int share = std::max(1, static_cast<int>(machine == 0 ? 1 : machine) / ranks_on_node_);
+    return std::min(share, available_cores());
   }
 
   // Ends every rank of the job: for an error after which the others would wait forever.
