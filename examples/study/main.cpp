@@ -422,7 +422,8 @@ int main(int argc, char** argv) {
         continue;
       }
       pending.push_back(i);
-      pending_steps += spec.steps;
+      // an extended run continues its base run: only the steps past the base run are trained
+      pending_steps += spec.steps > design.steps ? spec.steps - design.steps : spec.steps;
     }
     if (summary_only) pending.clear();
     std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d %s × %d thread(s) -> %s\n",

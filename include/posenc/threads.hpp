@@ -1,6 +1,7 @@
 // set_num_threads() and default_num_threads(): how many cores posenc's kernels use (OpenMP threads, each running single-threaded OpenBLAS).
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -45,8 +46,9 @@ inline int default_num_threads() {
 }
 
 namespace detail {
-inline int& configured_threads() {
-  static int n = 0;  // 0: not configured yet
+// Atomic: models built in several std::threads at once may each apply the default first.
+inline std::atomic<int>& configured_threads() {
+  static std::atomic<int> n{0};  // 0: not configured yet
   return n;
 }
 }  // namespace detail
