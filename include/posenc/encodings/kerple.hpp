@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posenc/encodings/concept.hpp"
 
@@ -30,42 +31,56 @@ struct Kerple {
       static constexpr bool rotates_qk = false;
       static constexpr bool biases_scores = true;
       static constexpr bool has_bias_parameters = true;
-      std::array<S, Heads> r1, r2;      // softplus of the parameters
-      std::array<S, Heads> dr1, dr2;    // d softplus / d parameter = sigmoid(parameter)
+      std::array<S, Heads> r1;            // softplus of the parameters
+      std::array<S, Heads> dr1, dr2;      // d softplus / d parameter = sigmoid(parameter)
+      const S* log_term;                  // (Heads, positions): log(1 + r2·d) for d = 0..positions−1
+      const S* ratio;                     // (Heads, positions): d / (1 + r2·d), its derivative in r2
+      std::size_t positions;
       S* grad_r1;
       S* grad_r2;
 
       // row[j] += −r1·log(1 + r2·|i − j|)
       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
-        for (std::size_t j = 0; j < keys; ++j) {
-          const S d = static_cast<S>(query >= j ? query - j : j - query);
-          row[j] -= r1[head] * std::log1p(r2[head] * d);
-        }
+        const S* term = log_term + head * positions;
+        for (std::size_t j = 0; j < keys; ++j) row[j] -= r1[head] * term[query >= j ? query - j : j - query];
       }
       // b = −r1·log(1 + r2·d)  →  db/dr1 = −log(1 + r2·d),  db/dr2 = −r1·d / (1 + r2·d),
       // each times sigmoid(parameter) through the softplus
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
+        const S* term = log_term + head * positions;
+        const S* r = ratio + head * positions;
         S g1 = 0, g2 = 0;
         for (std::size_t j = 0; j < keys; ++j) {
-          const S d = static_cast<S>(query >= j ? query - j : j - query);
-          g1 -= drow[j] * std::log1p(r2[head] * d);
-          g2 -= drow[j] * r1[head] * d / (S(1) + r2[head] * d);
+          const std::size_t d = query >= j ? query - j : j - query;
+          g1 -= drow[j] * term[d];
+          g2 -= drow[j] * r[d];
         }
         grad_r1[head] += g1 * dr1[head];
-        grad_r2[head] += g2 * dr2[head];
+        grad_r2[head] += g2 * r1[head] * dr2[head];
       }
     };
 
-    Hooks bind(ParameterStore<S>& store, std::size_t) const {
+    // The per-distance terms are computed once per call, for the T distances a sequence of T
+    // positions has, instead of a logarithm per score.
+    Hooks bind(ParameterStore<S>& store, std::size_t T) {
       Hooks h{};
       const S* p1 = store.values[r1_];
       const S* p2 = store.values[r2_];
+      tables_.resize(2 * Heads * T);
       for (std::size_t i = 0; i < Heads; ++i) {
         h.r1[i] = softplus(p1[i]);
-        h.r2[i] = softplus(p2[i]);
         h.dr1[i] = sigmoid(p1[i]);
         h.dr2[i] = sigmoid(p2[i]);
+        const S r2 = softplus(p2[i]);
+        for (std::size_t d = 0; d < T; ++d) {
+          const auto distance = static_cast<S>(d);
+          tables_[i * T + d] = std::log1p(r2 * distance);
+          tables_[(Heads + i) * T + d] = distance / (S(1) + r2 * distance);
+        }
       }
+      h.log_term = tables_.data();
+      h.ratio = tables_.data() + Heads * T;
+      h.positions = T;
       h.grad_r1 = store.grads[r1_];
       h.grad_r2 = store.grads[r2_];
       return h;
@@ -73,6 +88,7 @@ struct Kerple {
 
    private:
     Slot r1_, r2_;
+    std::vector<S> tables_;  // the hooks' log_term, then ratio
   };
 };
 
