@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,17 +34,19 @@ inline int available_cores() {
   return cores == 0 ? 1 : static_cast<int>(cores);
 }
 
-// POSENC_NUM_THREADS when set, otherwise every core this process may run on.
-inline int default_num_threads() {
-  if (const char* env = std::getenv(threads_env_var); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end == env || *end != '\0' || n < 1 || n > 4096)
-      fail(threads_env_var, "='", env, "' is not a thread count; expected a whole number ≥ 1");
-    return static_cast<int>(n);
-  }
-  return available_cores();
+// POSENC_NUM_THREADS, when it is set.
+inline std::optional<int> env_num_threads() {
+  const char* env = std::getenv(threads_env_var);
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || n < 1 || n > 4096)
+    fail(threads_env_var, "='", env, "' is not a thread count; expected a whole number ≥ 1");
+  return static_cast<int>(n);
 }
+
+// POSENC_NUM_THREADS when set, otherwise every core this process may run on.
+inline int default_num_threads() { return env_num_threads().value_or(available_cores()); }
 
 namespace detail {
 // Atomic: models built in several std::threads at once may each apply the default first.

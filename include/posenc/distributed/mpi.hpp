@@ -72,7 +72,7 @@ class Session {
   // core when it starts two or fewer; `mpirun --bind-to none` lifts that). POSENC_NUM_THREADS,
   // when set, wins.
   int default_threads() const {
-    if (const char* env = std::getenv(threads_env_var); env != nullptr && *env != '\0') return default_num_threads();
+    if (const std::optional<int> n = env_num_threads()) return *n;
     const unsigned machine = std::thread::hardware_concurrency();
     const int share = std::max(1, static_cast<int>(machine == 0 ? 1 : machine) / ranks_on_node_);
     return std::min(share, available_cores());

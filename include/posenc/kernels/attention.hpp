@@ -41,6 +41,25 @@ void unrotate_key(const Hooks& hooks, S* g, std::size_t pos) {
   else hooks.unrotate(g, pos);
 }
 
+// q and k were rotated in place by the forward pass  →  rotate their gradients back and add them:
+// dq, dk (T rows, row stride ld) += unrotate(gq), unrotate_key(gk); gq, gk (T, hd) are turned in place.
+template <class Hooks, class S>
+void add_unrotated_qk_gradients(const Hooks& hooks, S* dq, S* dk, std::size_t ld, S* gq, S* gk,
+                                std::size_t T, std::size_t hd) {
+  for (std::size_t t = 0; t < T; ++t) {
+    S* rq = gq + t * hd;
+    S* rk = gk + t * hd;
+    hooks.unrotate(rq, t);
+    unrotate_key(hooks, rk, t);
+    S* outq = dq + t * ld;
+    S* outk = dk + t * ld;
+    for (std::size_t d = 0; d < hd; ++d) {
+      outq[d] += rq[d];
+      outk[d] += rk[d];
+    }
+  }
+}
+
 // Scratch that attention_backward needs, in scalars: one (T,T) score gradient and, when the hooks
 // rotate, a (T,hd) gradient for each of q and k before they are rotated back.
 inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H) {
@@ -134,19 +153,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       if constexpr (Hooks::rotates_qk) {
         gemm<S>(false, false, T, hd, T, scale, dscores, T, k, C3, S(0), dq_rotated, hd);
         gemm<S>(true, false, T, hd, T, scale, dscores, T, q, C3, S(0), dk_rotated, hd);
-        // q, k were rotated in place in forward  →  rotate their gradients back before adding
-        for (std::size_t t = 0; t < T; ++t) {
-          S* gq = dq_rotated + t * hd;
-          S* gk = dk_rotated + t * hd;
-          hooks.unrotate(gq, t);
-          unrotate_key(hooks, gk, t);
-          S* outq = dq + t * C3;
-          S* outk = dk + t * C3;
-          for (std::size_t d = 0; d < hd; ++d) {
-            outq[d] += gq[d];
-            outk[d] += gk[d];
-          }
-        }
+        add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
       } else {
         gemm<S>(false, false, T, hd, T, scale, dscores, T, k, C3, S(1), dq, C3);
         gemm<S>(true, false, T, hd, T, scale, dscores, T, q, C3, S(1), dk, C3);

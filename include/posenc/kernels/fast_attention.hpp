@@ -128,20 +128,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
         gemm<S>(false, false, rows, hd, keys, scale, dscores, T, k, C3, S(1), gq + i0 * ldg, ldg);
         gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
       }
-      if constexpr (Hooks::rotates_qk) {
-        for (std::size_t t = 0; t < T; ++t) {
-          S* rq = dq_rotated + t * hd;
-          S* rk = dk_rotated + t * hd;
-          hooks.unrotate(rq, t);
-          unrotate_key(hooks, rk, t);
-          S* outq = dq + t * C3;
-          S* outk = dk + t * C3;
-          for (std::size_t d = 0; d < hd; ++d) {
-            outq[d] += rq[d];
-            outk[d] += rk[d];
-          }
-        }
-      }
+      if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
     });
   }
 }
