@@ -18,7 +18,7 @@
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
-#include "../common/model_sizes.hpp"
+#include "../common/any_model.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -26,13 +26,8 @@ namespace shakespeare {
 
 inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
 
-struct ModelShape {
-  std::string posenc = "rope";
-  std::size_t layers = 3, dim = 192, heads = 4;
-};
-
 struct TrainOptions {
-  ModelShape model;
+  examples::ModelShape model;
   posenc::TrainConfig config;
   std::string data = default_data;
   std::string out;
@@ -139,60 +134,59 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
   }
 
-  posenc::with_model<examples::ModelSizes>(options.model.posenc, options.model.layers, options.model.dim, options.model.heads,
-             [&]<class Model>() {
-               Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(),
-                                               .context = options.config.context,
-                                               .seed = options.config.seed});
-               if (root)
-                 std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
-                             options.resume ? "resuming" : "training", options.model.posenc.c_str(),
-                             model.parameter_count(), Model::layers, Model::dim, Model::heads,
-                             options.config.context, static_cast<long long>(options.config.steps),
-                             group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
-                             out.c_str());
-               Progress progress(stdout, /*redraw=*/group == nullptr);
-               const double tokens_per_step = static_cast<double>(options.config.batch * options.config.context);
-               posenc::TrainingCallbacks callbacks;
-               callbacks.on_step = [&](const posenc::StepReport& r) {
-                 const double eta = r.tokens_per_second > 0
-                                        ? static_cast<double>(r.total - r.step) * tokens_per_step / r.tokens_per_second
-                                        : 0.0;
-                 progress.step(r, eta);
-               };
-               callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
-               if (!root) callbacks = {};  // rank 0 reports for the group
-               const auto records = posenc::run_training(model, data, options.config, run, options.resume, callbacks, group);
-               if (!root) return;
-               progress.line_break();
-               const posenc::EvalRecord& last = records.back();
-               std::printf("done: step %lld, train loss %.4f, val loss %.4f (estimates), %.0f tokens/s, %s\n",
-                           static_cast<long long>(last.step), last.train_loss, last.val_loss,
-                           last.tokens_per_second, format_duration(last.elapsed_seconds).c_str());
-               std::printf("final checkpoint: %s\n", run.final_model().c_str());
-             });
+  const auto model = examples::make_model(options.model, posenc::ModelConfig{.vocab_size = data.vocab_size(),
+                                                                           .context = options.config.context,
+                                                                           .seed = options.config.seed});
+  if (root)
+    std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
+                options.resume ? "resuming" : "training", options.model.posenc.c_str(), model->parameter_count(),
+                options.model.layers, options.model.dim, options.model.heads, options.config.context,
+                static_cast<long long>(options.config.steps),
+                group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
+                out.c_str());
+  Progress progress(stdout, /*redraw=*/group == nullptr);
+  const double tokens_per_step = static_cast<double>(options.config.batch * options.config.context);
+  posenc::TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const posenc::StepReport& r) {
+    const double eta =
+        r.tokens_per_second > 0 ? static_cast<double>(r.total - r.step) * tokens_per_step / r.tokens_per_second : 0.0;
+    progress.step(r, eta);
+  };
+  callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
+  if (!root) callbacks = {};  // rank 0 reports for the group
+  const auto records = model->train(data, options.config, run, options.resume, callbacks, group);
+  if (!root) return 0;
+  progress.line_break();
+  const posenc::EvalRecord& last = records.back();
+  std::printf("done: step %lld, train loss %.4f, val loss %.4f (estimates), %.0f tokens/s, %s\n",
+              static_cast<long long>(last.step), last.train_loss, last.val_loss, last.tokens_per_second,
+              format_duration(last.elapsed_seconds).c_str());
+  std::printf("final checkpoint: %s\n", run.final_model().c_str());
   return 0;
 }
 
-// Loads a checkpoint into the model its metadata describes and hands both to f.
-template <class F>
-void with_checkpoint(const std::string& path, F&& f) {
+// A checkpoint's model, as its metadata describes it, with the checkpoint's parameters.
+struct LoadedCheckpoint {
+  posenc::CheckpointInfo info;
+  posenc::CharTokenizer tokenizer;
+  std::unique_ptr<examples::AnyModel> model;
+};
+
+LoadedCheckpoint load_checkpoint(const std::string& path) {
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
-  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
-  const posenc::CharTokenizer tokenizer(info.vocabulary);
-  posenc::with_model<examples::ModelSizes>(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
-    Model model(posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
-                                    .context = info.context,
-                                    .max_context = info.max_context});
-    posenc::load_parameters(model, file);
-    f(model, info, tokenizer);
-  });
+  posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  posenc::CharTokenizer tokenizer(info.vocabulary);
+  auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
+                                    posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
+                                                        .context = info.context,
+                                                        .max_context = info.max_context});
+  model->load_parameters(file);
+  return {std::move(info), std::move(tokenizer), std::move(model)};
 }
 
 // The validation loss at several lengths, in both protocols; a length a model cannot take (past
 // a learned table) is reported as not applicable, never clipped.
-template <class Model>
-void evaluate_lengths(Model& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
                       const EvalOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
@@ -202,21 +196,13 @@ void evaluate_lengths(Model& model, const posenc::CheckpointInfo& info, const po
                 data.val().size() - 1, "length", "non-overlapping", "sliding window");
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
-    nlohmann::json row = {{"length", L}, {"stride", stride}};
-    if (L > model.max_context()) {
-      const std::string why = info.policy == "learned"
-                                  ? "not applicable: the learned table has " + std::to_string(model.max_context()) + " rows"
-                                  : "not applicable: longer than the model's maximum context " + std::to_string(model.max_context());
-      row["non_overlapping"] = nullptr;
-      row["sliding"] = nullptr;
-      row["note"] = why;
-      if (!o.json) std::printf("%8zu  %s\n", L, why.c_str());
-    } else {
-      const double whole = posenc::evaluate_loss(model, data.val(), L, std::max<std::size_t>(1, 4096 / L)).loss;
-      const double sliding = posenc::evaluate_loss_sliding(model, data.val(), L, stride).loss;
-      row["non_overlapping"] = whole;
-      row["sliding"] = sliding;
-      if (!o.json) std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, whole, sliding, stride);
+    const nlohmann::json row = examples::evaluate_at_length(model, info.policy, data.val(), L, stride);
+    if (!o.json) {
+      if (row.contains("note"))
+        std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
+      else
+        std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, row["non_overlapping"].get<double>(),
+                    row["sliding"].get<double>(), stride);
     }
     rows.push_back(row);
   }
@@ -228,57 +214,59 @@ void evaluate_lengths(Model& model, const posenc::CheckpointInfo& info, const po
 }
 
 int evaluate(const EvalOptions& o) {
-  with_checkpoint(o.checkpoint, [&](auto& model, const posenc::CheckpointInfo& info,
-                                    const posenc::CharTokenizer& tokenizer) {
-    const posenc::CharDataset data = load_corpus(o.data, &tokenizer);
-    if (!o.contexts.empty()) return evaluate_lengths(model, info, data, o);
-    const std::size_t context = o.context != 0 ? o.context : info.context;
-    if (context > model.max_context())
-      posenc::fail("--context ", context, " is longer than this ", info.policy, " model accepts (",
-                   model.max_context(), info.policy == "learned" ? ", the rows of its position table)" : ")");
-    nlohmann::json result = {{"checkpoint", o.checkpoint}, {"data", o.data}, {"posenc", info.policy},
-                             {"step", info.step},          {"context", context}};
-    double train_loss, val_loss;
-    if (o.estimate > 0) {
-      train_loss = posenc::estimate_loss(model, data.train(), o.batch, context, o.estimate, 1337, "training split");
-      val_loss = posenc::estimate_loss(model, data.val(), o.batch, context, o.estimate, 1338, "validation split");
-      result["protocol"] = "estimate";
-      result["batches"] = o.estimate;
-    } else {
-      const posenc::LossResult tr = posenc::evaluate_loss(model, data.train(), context, o.batch);
-      const posenc::LossResult va = posenc::evaluate_loss(model, data.val(), context, o.batch);
-      train_loss = tr.loss;
-      val_loss = va.loss;
-      result["protocol"] = "non-overlapping";
-      result["train_targets"] = tr.targets;
-      result["val_targets"] = va.targets;
-    }
-    result["train_loss"] = train_loss;
-    result["val_loss"] = val_loss;
-    if (o.json) {
-      std::printf("%s\n", result.dump(2).c_str());
-    } else {
-      std::printf("%s (%s, step %lld), context %zu, %s\n", o.checkpoint.c_str(), info.policy.c_str(),
-                  static_cast<long long>(info.step), context,
-                  o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
-                                 : "every target once, non-overlapping windows");
-      std::printf("train loss %.4f\nval loss   %.4f\n", train_loss, val_loss);
-    }
-  });
+  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
+  const posenc::CheckpointInfo& info = checkpoint.info;
+  examples::AnyModel& model = *checkpoint.model;
+  const posenc::CharDataset data = load_corpus(o.data, &checkpoint.tokenizer);
+  if (!o.contexts.empty()) {
+    evaluate_lengths(model, info, data, o);
+    return 0;
+  }
+  const std::size_t context = o.context != 0 ? o.context : info.context;
+  if (context > model.max_context())
+    posenc::fail("--context ", context, " is longer than this ", info.policy, " model accepts (", model.max_context(),
+                 info.policy == "learned" ? ", the rows of its position table)" : ")");
+  nlohmann::json result = {{"checkpoint", o.checkpoint}, {"data", o.data}, {"posenc", info.policy},
+                           {"step", info.step},          {"context", context}};
+  double train_loss, val_loss;
+  if (o.estimate > 0) {
+    train_loss = model.estimate_loss(data.train(), o.batch, context, o.estimate, 1337, "training split");
+    val_loss = model.estimate_loss(data.val(), o.batch, context, o.estimate, 1338, "validation split");
+    result["protocol"] = "estimate";
+    result["batches"] = o.estimate;
+  } else {
+    const posenc::LossResult tr = model.evaluate_loss(data.train(), context, o.batch);
+    const posenc::LossResult va = model.evaluate_loss(data.val(), context, o.batch);
+    train_loss = tr.loss;
+    val_loss = va.loss;
+    result["protocol"] = "non-overlapping";
+    result["train_targets"] = tr.targets;
+    result["val_targets"] = va.targets;
+  }
+  result["train_loss"] = train_loss;
+  result["val_loss"] = val_loss;
+  if (o.json) {
+    std::printf("%s\n", result.dump(2).c_str());
+  } else {
+    std::printf("%s (%s, step %lld), context %zu, %s\n", o.checkpoint.c_str(), info.policy.c_str(),
+                static_cast<long long>(info.step), context,
+                o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
+                               : "every target once, non-overlapping windows");
+    std::printf("train loss %.4f\nval loss   %.4f\n", train_loss, val_loss);
+  }
   return 0;
 }
 
 int sample(const SampleOptions& o) {
-  with_checkpoint(o.checkpoint, [&](auto& model, const posenc::CheckpointInfo&,
-                                    const posenc::CharTokenizer& tokenizer) {
-    for (std::size_t i = 0; i < o.prompt.size(); ++i)
-      if (!tokenizer.contains(o.prompt[i]))
-        posenc::fail("--prompt: the symbol '", std::string(1, o.prompt[i]), "' (byte ",
-                     static_cast<int>(static_cast<unsigned char>(o.prompt[i])), ") at position ", i,
-                     " is not in the checkpoint's vocabulary");
-    const auto generated = posenc::generate(model, tokenizer.encode(o.prompt), o.tokens, o.sampling);
-    std::printf("%s%s\n", o.prompt.c_str(), tokenizer.decode(generated).c_str());
-  });
+  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
+  const posenc::CharTokenizer& tokenizer = checkpoint.tokenizer;
+  for (std::size_t i = 0; i < o.prompt.size(); ++i)
+    if (!tokenizer.contains(o.prompt[i]))
+      posenc::fail("--prompt: the symbol '", std::string(1, o.prompt[i]), "' (byte ",
+                   static_cast<int>(static_cast<unsigned char>(o.prompt[i])), ") at position ", i,
+                   " is not in the checkpoint's vocabulary");
+  const auto generated = checkpoint.model->generate(tokenizer.encode(o.prompt), o.tokens, o.sampling);
+  std::printf("%s%s\n", o.prompt.c_str(), tokenizer.decode(generated).c_str());
   return 0;
 }
 

@@ -8,17 +8,11 @@
 
 #include <posenc/train/trainer.hpp>
 
+#include "../common/duration.hpp"
+
 namespace shakespeare {
 
-inline std::string format_duration(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  char text[32];
-  if (s >= 3600)
-    std::snprintf(text, sizeof text, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
-  else
-    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
-  return text;
-}
+using examples::format_duration;
 
 class Progress {
  public:

@@ -22,7 +22,8 @@
 
 #include <posenc/transformer.hpp>
 
-#include "../common/model_sizes.hpp"
+#include "../common/any_model.hpp"
+#include "../common/duration.hpp"
 #include "../common/world.hpp"
 
 namespace fs = std::filesystem;
@@ -37,13 +38,6 @@ std::string data_digest(const std::string& text) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "fnv1a64:%016llx:%zu", static_cast<unsigned long long>(h), text.size());
   return buf;
-}
-
-std::string format_duration(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  char text[32];
-  std::snprintf(text, sizeof text, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
-  return text;
 }
 
 // The view across the whole study: runs done, each running run's progress, and an ETA.
@@ -102,7 +96,7 @@ class StudyProgress {
   std::string eta() const {
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     if (steps_done_ == 0 || remaining_steps_ == 0) return "?";
-    return format_duration(seconds / static_cast<double>(steps_done_) *
+    return examples::format_duration(seconds / static_cast<double>(steps_done_) *
                            static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
   }
   void line(const std::string& text) {
@@ -170,21 +164,22 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
   posenc::TrainConfig train = design.train;
   train.steps = spec.steps;
   train.seed = spec.seed;
+  const auto model = examples::make_model({spec.variant, design.layers, design.dim, design.heads},
+                                          posenc::ModelConfig{.vocab_size = data.vocab_size(),
+                                                              .context = train.context,
+                                                              .seed = spec.seed});
+  posenc::TrainingCallbacks callbacks;
+  callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
+  callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
+  const auto curve = model->train(data, train, run, resume, callbacks, nullptr);
   posenc::RunRecord record;
-  posenc::with_model<examples::ModelSizes>(spec.variant, design.layers, design.dim, design.heads, [&]<class Model>() {
-    Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = train.context, .seed = spec.seed});
-    posenc::TrainingCallbacks callbacks;
-    callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
-    callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
-    const auto curve = posenc::run_training(model, data, train, run, resume, callbacks);
-    record.config = config;
-    record.curve = curve;
-    record.final_train_loss = posenc::evaluate_loss(model, data.train(), train.context, train.batch).loss;
-    record.final_val_loss = posenc::evaluate_loss(model, data.val(), train.context, train.batch).loss;
-    record.wall_seconds = curve.back().elapsed_seconds;
-    record.tokens_per_second = curve.back().tokens_per_second;
-    record.checkpoint = run.final_model();
-  });
+  record.config = config;
+  record.curve = curve;
+  record.final_train_loss = model->evaluate_loss(data.train(), train.context, train.batch).loss;
+  record.final_val_loss = model->evaluate_loss(data.val(), train.context, train.batch).loss;
+  record.wall_seconds = curve.back().elapsed_seconds;
+  record.tokens_per_second = curve.back().tokens_per_second;
+  record.checkpoint = run.final_model();
   if (spec.steps == design.steps) extrapolate_record(design, record, data);
   return record;
 }
@@ -202,25 +197,15 @@ void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& re
   if (missing.empty()) return;
   const posenc::SafetensorsFile file = posenc::read_safetensors(record.checkpoint);
   const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
-  posenc::with_model<examples::ModelSizes>(info.policy, info.layers, info.dim, info.heads, [&]<class Model>() {
-    const std::size_t longest = *std::max_element(missing.begin(), missing.end());
-    Model model(posenc::ModelConfig{.vocab_size = data.vocab_size(), .context = info.context,
-                                    .max_context = std::max(longest, 16 * info.context)});
-    posenc::load_parameters(model, file);
-    for (std::size_t L : missing) {
-      const std::size_t stride = std::max<std::size_t>(1, L / 2);
-      nlohmann::json entry = {{"length", L}, {"stride", stride}};
-      if (L > model.max_context()) {
-        entry["non_overlapping"] = nullptr;
-        entry["sliding"] = nullptr;
-        entry["note"] = "not applicable: the learned table has " + std::to_string(model.max_context()) + " rows";
-      } else {
-        entry["non_overlapping"] = posenc::evaluate_loss(model, data.val(), L, std::max<std::size_t>(1, 4096 / L)).loss;
-        entry["sliding"] = posenc::evaluate_loss_sliding(model, data.val(), L, stride).loss;
-      }
-      record.extrapolation.push_back(entry);
-    }
-  });
+  const std::size_t longest = *std::max_element(missing.begin(), missing.end());
+  const auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
+                                          posenc::ModelConfig{.vocab_size = data.vocab_size(),
+                                                              .context = info.context,
+                                                              .max_context = std::max(longest, 16 * info.context)});
+  model->load_parameters(file);
+  for (std::size_t L : missing)
+    record.extrapolation.push_back(
+        examples::evaluate_at_length(*model, info.policy, data.val(), L, std::max<std::size_t>(1, L / 2)));
 }
 
 #if POSENC_WITH_MPI
