@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,4 +197,27 @@ TEST_CASE("a batch smaller than the group is refused with a message naming both"
     CHECK_THROWS_WITH((Trainer<Model>(model, data, TrainConfig{.batch = 2, .context = 8}, &g)),
                       Catch::Contains("batch 2 cannot be split over 3 processes"));
   });
+}
+
+TEST_CASE("a diverged run stops with its step named, alone and on every process of a group") {
+  using Model = CharTransformer<NoPE, 2, 16, 2>;
+  const CharDataset data(corpus());
+  const TrainConfig config{.steps = 5, .batch = 4, .context = 8, .eval_every = 100, .eval_iters = 1};
+  // Every process gets the same summed loss, so all of them stop at the same step and none is
+  // left waiting in a collective.
+  auto error_of = [&](ProcessGroup* group) -> std::string {
+    Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
+    model.parameters().data()[0] = std::numeric_limits<float>::quiet_NaN();
+    Trainer<Model> trainer(model, data, config, group);
+    try {
+      trainer.run([](const StepReport&) {}, [](const EvalRecord&) {});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK_THAT(error_of(nullptr), Catch::Contains("training diverged at step 1: the training loss is nan"));
+  std::vector<std::string> errors(2);
+  run_group(2, [&](ProcessGroup& g) { errors[static_cast<std::size_t>(g.rank())] = error_of(&g); });
+  for (const std::string& e : errors) CHECK_THAT(e, Catch::Contains("training diverged at step 1"));
 }

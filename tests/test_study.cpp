@@ -67,6 +67,7 @@ TEST_CASE("the summary: statistics per variant, rankings, pairwise tests and the
   // Seeds 1 and 2 rank rope first, seed 3 ranks learned first.
   CHECK(s.ranking_by_seed.at(1) == std::vector<std::string>{"rope", "learned"});
   CHECK(s.ranking_by_seed.at(3) == std::vector<std::string>{"learned", "rope"});
+  CHECK(s.ranking_complete);
   CHECK_FALSE(s.ranking_consistent);
   // One pair: the differences by seed are −0.10, −0.09, +0.01.
   REQUIRE(s.pairs.size() == 1);
@@ -104,6 +105,16 @@ TEST_CASE("missing runs are named and left out of the numbers") {
   const StudySummary s = summarize_study(d, {record("rope", 1, 2000, 1.5, 1.4), record("rope", 2, 2000, 1.6, 1.5),
                                              record("alibi", 1, 2000, 1.55, 1.45)});
   CHECK(s.missing_runs == std::vector<std::string>{"alibi-seed2-steps2000"});
+  // Seed 1 ranks both, seed 2 only rope: the rankings cannot be compared, so they are not called consistent.
+  CHECK_FALSE(s.ranking_complete);
+  CHECK_FALSE(s.ranking_consistent);
+  CHECK(summary_markdown(s).find("cannot be compared yet") != std::string::npos);
+  // Only seed 1 finished, for both variants: one seed's ranking is not "the same in every seed".
+  const StudySummary one_seed =
+      summarize_study(d, {record("rope", 1, 2000, 1.5, 1.4), record("alibi", 1, 2000, 1.55, 1.45)});
+  CHECK(one_seed.ranking_by_seed.size() == 1);
+  CHECK_FALSE(one_seed.ranking_complete);
+  CHECK_FALSE(one_seed.ranking_consistent);
   CHECK(s.variants[1].val.size() == 1);
   CHECK_FALSE(s.variants[1].sd_val.has_value());
   CHECK_FALSE(s.pairs[0].welch.has_value());

@@ -25,15 +25,19 @@ std::unique_ptr<AnyModel> make_model(const ModelShape& shape, const posenc::Mode
 nlohmann::json evaluate_at_length(AnyModel& model, std::string_view policy, const std::vector<posenc::TokenId>& tokens,
                                   std::size_t length, std::size_t stride) {
   nlohmann::json row = {{"length", length}, {"stride", stride}};
-  if (length > model.max_context()) {
+  const std::size_t targets = tokens.empty() ? 0 : tokens.size() - 1;
+  const auto not_applicable = [&](const std::string& why) {
     row["non_overlapping"] = nullptr;
     row["sliding"] = nullptr;
-    row["note"] = policy == "learned"
-                      ? "not applicable: the learned table has " + std::to_string(model.max_context()) + " rows"
-                      : "not applicable: longer than the model's maximum context " +
-                            std::to_string(model.max_context());
+    row["note"] = "not applicable: " + why;
     return row;
-  }
+  };
+  if (length > model.max_context())
+    return not_applicable(policy == "learned"
+                              ? "the learned table has " + std::to_string(model.max_context()) + " rows"
+                              : "longer than the model's maximum context " + std::to_string(model.max_context()));
+  if (length > targets)  // one window of the whole split would be a shorter length in disguise
+    return not_applicable("the split has only " + std::to_string(targets) + " targets");
   // Batches of about 4,096 tokens, as the sliding protocol uses.
   row["non_overlapping"] = model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length)).loss;
   row["sliding"] = model.evaluate_loss_sliding(tokens, length, stride).loss;

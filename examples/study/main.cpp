@@ -365,6 +365,16 @@ int main(int argc, char** argv) {
     design.variants = split_list(variants);
     design.seeds = parse_seeds(seeds, "--seeds");
     design.extended_seeds = parse_seeds(extended_seeds, "--extended-seeds");
+    // A repeated variant or seed would count the same runs twice in every statistic.
+    const auto reject_repeats = [](const auto& values, const char* option) {
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+            values.begin() + static_cast<std::ptrdiff_t>(i))
+          posenc::fail(option, ": '", values[i], "' is given twice");
+    };
+    reject_repeats(design.variants, "--variants");
+    reject_repeats(design.seeds, "--seeds");
+    reject_repeats(design.extended_seeds, "--extended-seeds");
     if (design.variants.empty()) posenc::fail("--variants: no variant given");
     if (design.seeds.empty()) posenc::fail("--seeds: no seed given");
     for (const std::string& v : design.variants) posenc::with_policy(v, []<class P>() {});  // names check
@@ -379,6 +389,7 @@ int main(int argc, char** argv) {
         posenc::fail("--extrapolate: '", L, "' is not a length (a whole number ≥ 1)");
       design.extrapolate.push_back(std::stoul(L));
     }
+    reject_repeats(design.extrapolate, "--extrapolate");
     design.data = data;
     const std::string text = posenc::read_text_file(data);
     const posenc::CharDataset dataset(text);

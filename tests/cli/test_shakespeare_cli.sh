@@ -109,6 +109,13 @@ if "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --contex
 else
   failed "learned --contexts: $(cat learned-lengths.txt)"
 fi
+head -c 2000 corpus.txt > short-split.txt  # a validation split of 199 targets; the model takes up to 256
+if "$bin" eval --checkpoint full/model.safetensors --data short-split.txt --contexts 16,256 > short-lengths.txt &&
+   grep -q "not applicable: the split has only" short-lengths.txt; then
+  pass "eval --contexts past the split's length says so rather than scoring a shorter window"
+else
+  failed "short split --contexts: $(cat short-lengths.txt)"
+fi
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
 finish

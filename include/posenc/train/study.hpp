@@ -168,7 +168,8 @@ struct StudySummary {
   std::vector<ExtrapolationCell> extrapolation;
   std::vector<VariantSummary> variants;
   std::map<std::uint64_t, std::vector<std::string>> ranking_by_seed;  // best first
-  bool ranking_consistent = false;
+  bool ranking_complete = false;    // every seed has a finished run of every variant
+  bool ranking_consistent = false;  // complete, and the same ranking in every seed
   std::vector<PairComparison> pairs;
   std::vector<ExtendedComparison> extended;
   std::vector<std::string> missing_runs;
@@ -240,10 +241,12 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
       if (const RunRecord* r = find({v, seed, design.steps})) val[v] = r->final_val_loss;
     if (!val.empty()) s.ranking_by_seed[seed] = detail::rank_variants(val);
   }
-  s.ranking_consistent = !s.ranking_by_seed.empty();
+  s.ranking_complete = s.ranking_by_seed.size() == design.seeds.size();
   for (const auto& [seed, ranking] : s.ranking_by_seed)
-    if (ranking != s.ranking_by_seed.begin()->second || ranking.size() != design.variants.size())
-      s.ranking_consistent = false;
+    if (ranking.size() != design.variants.size()) s.ranking_complete = false;
+  s.ranking_consistent = s.ranking_complete;
+  for (const auto& [seed, ranking] : s.ranking_by_seed)
+    if (ranking != s.ranking_by_seed.begin()->second) s.ranking_consistent = false;
 
   // Every pair of variants: Welch's test over all seeds, the paired test over the shared seeds.
   for (std::size_t i = 0; i < s.variants.size(); ++i)
@@ -409,7 +412,7 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                       {"batch", s.design.train.batch}, {"context", s.design.train.context},
                       {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay}}},
           {"variants", variants}, {"ranking_by_seed", rankings},
-          {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
+          {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
 }
 
@@ -479,7 +482,10 @@ inline std::string summary_markdown(const StudySummary& s) {
 
   md << "\n## Ranking by seed (best first)\n\n| seed | ranking |\n|---|---|\n";
   for (const auto& [seed, ranking] : s.ranking_by_seed) md << "| " << seed << " | " << detail::join(ranking, " < ") << " |\n";
-  md << "\nThe ranking is " << (s.ranking_consistent ? "the same in every seed" : "**not** the same in every seed")
+  md << "\n"
+     << (!s.ranking_complete  ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
+         : s.ranking_consistent ? "The ranking is the same in every seed"
+                                : "The ranking is **not** the same in every seed")
      << ". The published ranking: rope < alibi-single < sinusoidal < learned.\n";
 
   md << "\n## Pairwise comparisons of the validation loss\n\n"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -108,6 +109,10 @@ class Trainer {
       const double loss = group_ == nullptr ? static_cast<double>(model_.train_step(x, y, optimizer_))
                                             : data_parallel_step(x, y);
       train_seconds_ += since(t0);
+      // Past a non-finite loss every parameter soon is one too: stop rather than train on garbage.
+      if (!std::isfinite(loss))
+        fail("training diverged at step ", step(), ": the training loss is ", loss,
+             " (a lower learning rate may help)");
       on_step(StepReport{step(), config_.steps, loss, elapsed_seconds(), tokens_per_second()});
       if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
     }
