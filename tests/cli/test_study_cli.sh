@@ -6,7 +6,7 @@
 bin="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/tests/cli/cli_test_lib.sh" "$2"
-export POSENC_NUM_THREADS=2
+export POSENC_NUM_THREADS=1  # one thread per process: ctest runs another test beside this one
 write_corpus corpus.txt 11
 design=(--variants rope,alibi-single --seeds 1,2 --steps 200 --extended-steps 300 --extended-seeds 1
         --eval-every 50 --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --data corpus.txt)

@@ -481,7 +481,9 @@ inline std::string summary_markdown(const StudySummary& s) {
   }
 
   md << "\n## Ranking by seed (best first)\n\n| seed | ranking |\n|---|---|\n";
-  for (const auto& [seed, ranking] : s.ranking_by_seed) md << "| " << seed << " | " << detail::join(ranking, " < ") << " |\n";
+  for (std::uint64_t seed : d.seeds)  // in the design's order
+    if (const auto it = s.ranking_by_seed.find(seed); it != s.ranking_by_seed.end())
+      md << "| " << seed << " | " << detail::join(it->second, " < ") << " |\n";
   md << "\n"
      << (!s.ranking_complete  ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
          : s.ranking_consistent ? "The ranking is the same in every seed"
@@ -537,8 +539,9 @@ inline std::string summary_markdown(const StudySummary& s) {
     for (const ExtendedComparison& e : s.extended) {
       md << "Seed " << e.seed << (e.complete ? "" : " (incomplete)") << ":\n\n| variant | val at " << d.steps
          << " | val at " << d.extended_steps << " | change |\n|---|---|---|---|\n";
-      for (const auto& [v, at_steps] : e.val_at_steps) {
-        const double at_ext = e.val_at_extended.at(v);
+      for (const std::string& v : d.variants) {  // in the design's order
+        if (!e.val_at_steps.contains(v)) continue;
+        const double at_steps = e.val_at_steps.at(v), at_ext = e.val_at_extended.at(v);
         md << "| " << v << " | " << fixed(at_steps) << " | " << fixed(at_ext) << " | "
            << (at_ext - at_steps >= 0 ? "+" : "") << fixed(at_ext - at_steps) << " |\n";
       }
