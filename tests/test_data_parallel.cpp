@@ -3,6 +3,7 @@
 // runs the same equivalence through MPI itself.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstring>
@@ -207,7 +208,8 @@ TEST_CASE("a diverged run stops with its step named, alone and on every process 
   // left waiting in a collective.
   auto error_of = [&](ProcessGroup* group) -> std::string {
     Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
-    model.parameters().data()[0] = std::numeric_limits<float>::quiet_NaN();
+    auto& p = model.parameters();
+    std::fill(p.data(), p.data() + p.size(), std::numeric_limits<float>::quiet_NaN());
     Trainer<Model> trainer(model, data, config, group);
     try {
       trainer.run([](const StepReport&) {}, [](const EvalRecord&) {});
