@@ -18,8 +18,7 @@ std::unique_ptr<AnyModel> make_model(const ModelShape& shape, const posenc::Mode
   }(std::make_index_sequence<POSENC_MODEL_SHARDS>{});
   for (auto make_in_shard : shards)
     if (std::unique_ptr<AnyModel> made = make_in_shard(shape, config)) return made;
-  posenc::fail("this program is not built for a model of ", shape.layers, " layers, dim ", shape.dim, ", ",
-               shape.heads, " heads; it is built for: ", posenc::model_sizes_text<ModelSizes>());
+  posenc::fail_unbuilt_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads);
 }
 
 nlohmann::json evaluate_at_length(AnyModel& model, std::string_view policy, const std::vector<posenc::TokenId>& tokens,

@@ -57,16 +57,11 @@ namespace detail {
 
 template <class Policy>
 std::unique_ptr<AnyModel> make_model_of_policy(const ModelShape& shape, const posenc::ModelConfig& config) {
-  return [&]<class... Size>(std::tuple<Size...>*) {
-    std::unique_ptr<AnyModel> made;
-    ((shape.layers == Size::layers && shape.dim == Size::dim && shape.heads == Size::heads
-          ? (made = std::make_unique<ModelOf<posenc::CharTransformer<Policy, Size::layers, Size::dim, Size::heads>>>(
-                 config),
-             true)
-          : false) ||
-     ...);
-    return made;
-  }(static_cast<ModelSizes*>(nullptr));
+  std::unique_ptr<AnyModel> made;
+  posenc::with_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads, [&]<class Size>() {
+    made = std::make_unique<ModelOf<posenc::CharTransformer<Policy, Size::layers, Size::dim, Size::heads>>>(config);
+  });
+  return made;
 }
 
 template <std::size_t Shard, std::size_t Shards>

@@ -75,20 +75,34 @@ std::string model_sizes_text() {
   }(static_cast<Sizes*>(nullptr));
 }
 
+// Calls f.template operator()<Size>() for the Size in Sizes with these dimensions; false when
+// Sizes has none.
+template <class Sizes, class F>
+bool with_model_size(std::size_t layers, std::size_t dim, std::size_t heads, F&& f) {
+  return [&]<class... Size>(std::tuple<Size...>*) {
+    return ((layers == Size::layers && dim == Size::dim && heads == Size::heads
+                 ? (f.template operator()<Size>(), true)
+                 : false) ||
+            ...);
+  }(static_cast<Sizes*>(nullptr));
+}
+
+// The error for a size a program is not built for, naming the sizes it is built for.
+template <class Sizes>
+[[noreturn]] void fail_unbuilt_model_size(std::size_t layers, std::size_t dim, std::size_t heads) {
+  fail("this program is not built for a model of ", layers, " layers, dim ", dim, ", ", heads,
+       " heads; it is built for: ", model_sizes_text<Sizes>());
+}
+
 // Calls f.template operator()<Model>() with Model = CharTransformer<policy, layers, dim, heads>
 // for a size listed in Sizes; throws posenc::Error naming the sizes there are otherwise.
 template <class Sizes = DefaultModelSizes, class F>
 void with_model(std::string_view policy, std::size_t layers, std::size_t dim, std::size_t heads, F&& f) {
   with_policy(policy, [&]<class P>() {
-    const bool found = [&]<class... Size>(std::tuple<Size...>*) {
-      return ((layers == Size::layers && dim == Size::dim && heads == Size::heads
-                   ? (f.template operator()<CharTransformer<P, Size::layers, Size::dim, Size::heads>>(), true)
-                   : false) ||
-              ...);
-    }(static_cast<Sizes*>(nullptr));
-    if (!found)
-      fail("this program is not built for a model of ", layers, " layers, dim ", dim, ", ", heads,
-           " heads; it is built for: ", model_sizes_text<Sizes>());
+    if (!with_model_size<Sizes>(layers, dim, heads, [&]<class Size>() {
+          f.template operator()<CharTransformer<P, Size::layers, Size::dim, Size::heads>>();
+        }))
+      fail_unbuilt_model_size<Sizes>(layers, dim, heads);
   });
 }
 
