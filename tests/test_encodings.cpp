@@ -130,7 +130,7 @@ TEST_CASE("Learned registers one trainable row per position of the training cont
   CHECK(pe.max_positions() == 10);
   const ParameterInfo& wpe = table.find("transformer.wpe.weight");
   CHECK(wpe.shape == std::vector<std::size_t>{10, 6});
-  CHECK(wpe.init == Init::normal);
+  CHECK(wpe.init == Init::embedding);
 }
 
 TEST_CASE("with_policy maps every runtime name onto its policy class") {

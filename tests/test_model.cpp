@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,29 @@ TEST_CASE("initialisation: weights N(0, 0.02), biases 0, layer-norm gains 1") {
   for (float x : model.parameter("transformer.h.0.mlp.c_fc.bias")) REQUIRE(x == 0.0f);
   for (float x : model.parameter("transformer.ln_f.weight")) REQUIRE(x == 1.0f);
   for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
+}
+
+TEST_CASE("embedding_std scales the token and learned position tables and leaves every other value alone") {
+  // A normal draw is std × (one standard draw), so with the same seed every embedding value is
+  // exactly 50× the default's and every other value is bit-identical.
+  using Model = CharTransformer<Learned, 1, 8, 2, double>;
+  Model gpt2(ModelConfig{.vocab_size = 5, .context = 4, .seed = 7});
+  Model pytorch(ModelConfig{.vocab_size = 5, .context = 4, .seed = 7, .embedding_std = 1.0});
+  for (const ParameterInfo& e : gpt2.parameters().table().entries()) {
+    const bool embedding = e.name == "transformer.wte.weight" || e.name == "transformer.wpe.weight";
+    CHECK((e.init == Init::embedding) == embedding);
+    const double* a = gpt2.parameters()[e.slot];
+    const double* b = pytorch.parameters()[e.slot];
+    for (std::size_t i = 0; i < e.slot.size; ++i) {
+      if (embedding)
+        REQUIRE(b[i] == Approx(50 * a[i]).epsilon(1e-12));
+      else
+        REQUIRE(b[i] == a[i]);
+    }
+  }
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")})
+    CHECK_THROWS_WITH(Model(ModelConfig{.vocab_size = 5, .context = 4, .embedding_std = bad}),
+                      Catch::Contains("embedding_std must be a positive finite number"));
 }
 
 TEMPLATE_TEST_CASE("a DecoderBlock's gradients match finite differences for a random upstream gradient", "",

@@ -36,6 +36,17 @@ TEST_CASE("the published design plans 12 base runs and 4 extended runs") {
   CHECK(steps == 40'000);  // the "40,000 training steps"
 }
 
+TEST_CASE("a run's configuration names the embedding start only when it is not the default") {
+  // Records made before the option have no such key and must still match the default design.
+  StudyDesign d;
+  const RunSpec run{"learned", 1337, 2000};
+  CHECK_FALSE(run_config(d, run, "digest").contains("embedding_std"));
+  d.embedding_std = 1.0;
+  const nlohmann::json changed = run_config(d, run, "digest");
+  CHECK(changed.at("embedding_std").get<double>() == 1.0);
+  CHECK(changed != run_config(StudyDesign{}, run, "digest"));
+}
+
 TEST_CASE("a run record survives its JSON") {
   const RunRecord r = record("rope", 2024, 2000, 1.59, 1.45);
   const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(r).dump()));

@@ -29,6 +29,7 @@ inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
 struct TrainOptions {
   examples::ModelShape model;
   posenc::TrainConfig config;
+  double embedding_std = posenc::init_std;
   std::string data = default_data;
   std::string out;
   bool resume = false;
@@ -58,7 +59,7 @@ nlohmann::json config_to_json(const TrainOptions& o) {
           {"heads", o.model.heads},   {"steps", c.steps},         {"batch", c.batch},
           {"context", c.context},     {"lr", c.lr},               {"weight_decay", c.weight_decay},
           {"eval_every", c.eval_every}, {"eval_iters", c.eval_iters}, {"seed", c.seed},
-          {"data", o.data}};
+          {"embedding_std", o.embedding_std}, {"data", o.data}};
 }
 
 TrainOptions config_from_json(const nlohmann::json& j, const std::string& where) {
@@ -74,6 +75,7 @@ TrainOptions config_from_json(const nlohmann::json& j, const std::string& where)
     o.config.eval_every = j.at("eval_every").get<std::int64_t>();
     o.config.eval_iters = j.at("eval_iters").get<std::size_t>();
     o.config.seed = j.at("seed").get<std::uint64_t>();
+    o.embedding_std = j.value("embedding_std", posenc::init_std);  // runs made before the option
     o.data = j.at("data").get<std::string>();
     return o;
   } catch (const nlohmann::json::exception& e) {
@@ -136,7 +138,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
 
   const auto model = examples::make_model(options.model, posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                                            .context = options.config.context,
-                                                                           .seed = options.config.seed});
+                                                                           .seed = options.config.seed,
+                                                                           .embedding_std = options.embedding_std});
   if (root)
     std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
                 options.resume ? "resuming" : "training", options.model.posenc.c_str(), model->parameter_count(),
@@ -316,6 +319,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--weight-decay", t.config.weight_decay, "AdamW decoupled weight decay")->check(non_negative_number)->capture_default_str();
   train_cmd->add_option("--eval-every", t.config.eval_every, "Steps between loss estimates and checkpoints")->check(positive_integer)->capture_default_str();
   train_cmd->add_option("--eval-iters", t.config.eval_iters, "Batches per loss estimate")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--embedding-std", t.embedding_std,
+                        "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   train_cmd->add_option("--data", t.data, "Training text (any file)")->capture_default_str();
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
@@ -365,7 +371,8 @@ int main(int argc, char** argv) {
     if (*train_cmd) {
       if (t.resume) {
         for (const char* name : {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay",
-                                 "--eval-every", "--eval-iters", "--data", "--layers", "--dim", "--heads"})
+                                 "--embedding-std", "--eval-every", "--eval-iters", "--data", "--layers", "--dim",
+                                 "--heads"})
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
                          " cannot be given with it (only --out, --steps and --threads)");

@@ -167,7 +167,8 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
   const auto model = examples::make_model({spec.variant, design.layers, design.dim, design.heads},
                                           posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                               .context = train.context,
-                                                              .seed = spec.seed});
+                                                              .seed = spec.seed,
+                                                              .embedding_std = design.embedding_std});
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
@@ -339,6 +340,9 @@ int main(int argc, char** argv) {
   app.add_option("--context", design.train.context, "Tokens per window")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
   app.add_option("--lr", design.train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--weight-decay", design.train.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--embedding-std", design.embedding_std,
+                 "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--layers", design.layers, "Transformer blocks")->capture_default_str();
   app.add_option("--dim", design.dim, "Model width")->capture_default_str();
   app.add_option("--heads", design.heads, "Attention heads")->capture_default_str();

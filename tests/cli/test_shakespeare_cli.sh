@@ -29,6 +29,18 @@ else
   failed "resume: $(tail -5 resume.log)"
 fi
 
+# --embedding-std is kept in config.json, so --resume starts nothing differently: the resumed run
+# equals the uninterrupted one, and both differ from the default start.
+"$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --embedding-std 1 --out wide > /dev/null 2>&1
+"$bin" train "${tiny[@]}" --data corpus.txt --steps 20 --embedding-std 1 --out wide-resumed > /dev/null 2>&1
+if "$bin" train --resume --steps 30 --out wide-resumed > wide-resume.log 2>&1 &&
+   python3 -c 'import json,sys; sys.exit(0 if json.load(open("wide-resumed/config.json"))["embedding_std"] == 1 else 1)' &&
+   cmp -s wide/model.safetensors wide-resumed/model.safetensors && ! cmp -s wide/model.safetensors full/model.safetensors; then
+  pass "--embedding-std is part of the run's configuration and survives --resume"
+else
+  failed "--embedding-std: $(tail -5 wide-resume.log)"
+fi
+
 if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --json > eval.json &&
    python3 -c 'import json,sys; r=json.load(open("eval.json")); sys.exit(0 if r["protocol"]=="non-overlapping" and r["val_loss"] > 0 and r["train_targets"] > 0 else 1)'; then
   pass "eval prints the full-pass losses as JSON"
@@ -69,6 +81,8 @@ expect_error "a model size the binary is not built for" "not built for a model o
 expect_error "an existing run without --resume" "already holds a run" "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full
 expect_error "--resume of a directory that is not a run" "is this a run directory" "$bin" train --resume --out nothing-here
 expect_error "--resume with a conflicting option" "cannot be given with it" "$bin" train --resume --out full --lr 0.1
+expect_error "--resume with another embedding start" "--embedding-std cannot be given with it" "$bin" train --resume --out full --embedding-std 1
+expect_error "a zero embedding std" "--embedding-std" "$bin" train "${tiny[@]}" --data corpus.txt --embedding-std 0 --out bad-std
 expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
 expect_error "a missing checkpoint" "missing.safetensors" "$bin" sample --checkpoint missing.safetensors
 

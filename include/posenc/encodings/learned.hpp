@@ -14,7 +14,7 @@ struct Learned {
   class Embedding {
    public:
     Embedding(ParameterTable& table, std::size_t context)
-        : wpe_(table.add("transformer.wpe.weight", {context, Dim}, Init::normal)), rows_(context) {}
+        : wpe_(table.add("transformer.wpe.weight", {context, Dim}, Init::embedding)), rows_(context) {}
     // The table has one row per trained position and nothing beyond: longer inputs are refused.
     std::size_t max_positions() const { return rows_; }
     const S* positions(const ParameterStore<S>& store, std::size_t) { return store.values[wpe_]; }

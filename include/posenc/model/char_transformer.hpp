@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,9 @@ struct ModelConfig {
   std::size_t max_context = 0;  // the longest sequence accepted; 0 means 16 × context
   std::uint64_t seed = 1337;    // initialisation
   bool causal = true;           // false: bidirectional attention, for tests of what the mask hides
+  // The std of the embedding tables' normal start (tokens and a learned position table). 0.02 is
+  // GPT-2's; PyTorch's nn.Embedding starts at 1.
+  double embedding_std = init_std;
   // Sequences per forward/backward pass: a batch of B is processed in ⌈B/chunk⌉ passes, so the
   // saved activations (most of the memory) are those of `chunk` sequences whatever B is, and
   // evaluation keeps only one chunk's. Gradients are the batch's either way (up to rounding).
@@ -68,7 +72,7 @@ class CharTransformer {
   explicit CharTransformer(const ModelConfig& config)
       : config_(checked(config)),
         table_(std::make_shared<ParameterTable>()),
-        wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::normal)),
+        wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::embedding)),
         position_(*table_, config.context),
         blocks_(make_blocks(*table_, config.context, config.causal)),
         ln_f_w_(table_->add("transformer.ln_f.weight", {Dim}, Init::ones)),
@@ -80,7 +84,7 @@ class CharTransformer {
                                       ? config.max_context
                                       : default_max_context_factor * config.context;
     max_context_ = std::min(requested, position_.max_positions());
-    store_.initialize(config.seed);
+    store_.initialize(config.seed, config.embedding_std);
     num_threads();  // applies the default thread count if the program has not chosen one
   }
 
@@ -222,6 +226,8 @@ class CharTransformer {
     if (c.max_context != 0 && c.max_context < c.context)
       fail("CharTransformer: max_context ", c.max_context, " is shorter than the context ",
            c.context);
+    if (!(std::isfinite(c.embedding_std) && c.embedding_std > 0))
+      fail("CharTransformer: embedding_std must be a positive finite number, got ", c.embedding_std);
     return c;
   }
 

@@ -15,9 +15,10 @@
 
 namespace posenc {
 
-// How a parameter starts: the model's rule is weights and embeddings N(0, 0.02), biases 0,
+// How a parameter starts: the model's rule is weights N(0, 0.02), embedding tables (tokens,
+// learned positions) N(0, embedding_std), 0.02 unless the model is told otherwise, biases 0,
 // layer-norm gains 1; a policy's own scalars may start at a constant of their choosing.
-enum class Init { normal, zeros, ones, constant };
+enum class Init { normal, embedding, zeros, ones, constant };
 inline constexpr double init_std = 0.02;
 
 // Where one named tensor lives inside a flat buffer.
@@ -107,14 +108,17 @@ struct ParameterStore {
   explicit ParameterStore(std::shared_ptr<const ParameterTable> table)
       : values(table), grads(table) {}
 
-  // Draws every value by its entry's Init rule, in table order, from one seeded generator.
-  void initialize(std::uint64_t seed) {
+  // Draws every value by its entry's Init rule, in table order, from one seeded generator. A
+  // normal draw takes one step of the generator whatever its std, so embedding_std changes the
+  // embedding tables and nothing else.
+  void initialize(std::uint64_t seed, double embedding_std = init_std) {
     Rng rng(seed);
     for (const ParameterInfo& e : values.table().entries()) {
       S* p = values[e.slot];
       for (std::size_t i = 0; i < e.slot.size; ++i) {
         switch (e.init) {
           case Init::normal: p[i] = static_cast<S>(rng.normal(0.0, init_std)); break;
+          case Init::embedding: p[i] = static_cast<S>(rng.normal(0.0, embedding_std)); break;
           case Init::zeros: p[i] = S(0); break;
           case Init::ones: p[i] = S(1); break;
           case Init::constant: p[i] = static_cast<S>(e.init_value); break;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/model/parameters.hpp"
 #include "posenc/train/statistics.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"
@@ -27,6 +28,7 @@ struct StudyDesign {
   std::int64_t extended_steps = 4000;  // 0: no extended runs
   std::vector<std::uint64_t> extended_seeds = {1337};
   std::size_t layers = 3, dim = 192, heads = 4;
+  double embedding_std = init_std;  // the embedding tables' start (ModelConfig::embedding_std)
   TrainConfig train;  // batch, context, lr, weight decay, eval interval and iterations; steps and
                       // seed are set per run
   std::string data;
@@ -55,13 +57,22 @@ inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
 
 // Everything that determines a run's numbers; a stored run is reused only when this matches.
 inline nlohmann::json run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
-  return {{"posenc", run.variant},         {"seed", run.seed},
-          {"steps", run.steps},            {"layers", d.layers},
-          {"dim", d.dim},                  {"heads", d.heads},
-          {"batch", d.train.batch},        {"context", d.train.context},
-          {"lr", d.train.lr},              {"weight_decay", d.train.weight_decay},
-          {"eval_every", d.train.eval_every}, {"eval_iters", d.train.eval_iters},
-          {"data", data_digest}};
+  nlohmann::json config = {{"posenc", run.variant},
+                           {"seed", run.seed},
+                           {"steps", run.steps},
+                           {"layers", d.layers},
+                           {"dim", d.dim},
+                           {"heads", d.heads},
+                           {"batch", d.train.batch},
+                           {"context", d.train.context},
+                           {"lr", d.train.lr},
+                           {"weight_decay", d.train.weight_decay},
+                           {"eval_every", d.train.eval_every},
+                           {"eval_iters", d.train.eval_iters},
+                           {"data", data_digest}};
+  // Only when changed, so the records of studies made before the option still match.
+  if (d.embedding_std != init_std) config["embedding_std"] = d.embedding_std;
+  return config;
 }
 
 // What one finished run leaves in its JSON file.
@@ -410,7 +421,8 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                       {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
                       {"layers", s.design.layers}, {"dim", s.design.dim}, {"heads", s.design.heads},
                       {"batch", s.design.train.batch}, {"context", s.design.train.context},
-                      {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay}}},
+                      {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay},
+                      {"embedding_std", s.design.embedding_std}}},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
@@ -450,6 +462,7 @@ inline std::string summary_markdown(const StudySummary& s) {
   md << "# Study summary\n\n"
      << d.layers << " layers, dim " << d.dim << ", " << d.heads << " heads, context " << d.train.context
      << ", batch " << d.train.batch << ", AdamW lr " << d.train.lr << ", weight decay " << d.train.weight_decay
+     << ", embeddings initialised N(0, " << d.embedding_std << ")"
      << "; " << d.steps << " steps; seeds " ;
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
   md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
