@@ -42,6 +42,23 @@ def save(fig, study, name):
     plt.close(fig)
 
 
+def variant_style(summary, variant):
+    """The same colour, line and marker for a variant in every plot; distinct for up to 30 variants
+    (matplotlib's 10 colours, then again dashed, then dotted)."""
+    i = summary["design"]["variants"].index(variant)
+    return {"color": f"C{i % 10}", "linestyle": ("-", "--", ":")[(i // 10) % 3], "marker": "osD^v<>ph*"[i % 10]}
+
+
+def variant_axis(ax, names):
+    """Variant names along x, slanted when there are too many to sit side by side."""
+    many = len(names) > 5
+    ax.set_xticks(range(len(names)), names, rotation=35 if many else 0, ha="right" if many else "center")
+
+
+def figure_width(count):
+    return max(7.0, 0.75 * count + 2)
+
+
 def plot_curves(summary, records, study):
     steps = summary["design"]["steps"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -56,8 +73,9 @@ def plot_curves(summary, records, study):
             m = statistics.fmean(vals)
             sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
             xs.append(s), mean.append(m), low.append(m - sd), high.append(m + sd)
-        line = ax.plot(xs, mean, label=f"{v} (n={len(runs)})")[0]
-        ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        style = variant_style(summary, v)
+        ax.plot(xs, mean, label=f"{v} (n={len(runs)})", color=style["color"], linestyle=style["linestyle"])
+        ax.fill_between(xs, low, high, color=style["color"], alpha=0.2, linewidth=0)
     ax.set_xlabel("step")
     ax.set_ylabel("validation loss (estimate, nats)")
     ax.set_title("Validation loss during training: mean over seeds, band ±1 sd")
@@ -65,7 +83,7 @@ def plot_curves(summary, records, study):
     if tail:
         ax.set_ylim(min(tail) - 0.05, max(tail) + 0.3)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small", ncol=2 if len(summary["design"]["variants"]) > 6 else 1)
     save(fig, study, "val_curves")
 
 
@@ -78,8 +96,8 @@ def is_published_design(design):
 def plot_final(summary, study):
     variants = [v for v in summary["variants"] if v["n"] > 0]
     show_published = is_published_design(summary["design"])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = range(len(variants))
+    fig, ax = plt.subplots(figsize=(figure_width(len(variants)), 4.5))
+    labelled_published = False  # the legend entry goes with the first variant that has a published value
     for i, v in enumerate(variants):
         ci = v["ci95_val_loss"]
         err = [[v["mean_val_loss"] - ci[0]], [ci[1] - v["mean_val_loss"]]] if ci else None
@@ -90,8 +108,9 @@ def plot_final(summary, study):
         if show_published and "published" in v:
             p = v["published"]
             ax.bar(i + 0.18, p["mean_val_loss"], width=0.36, color="C1", yerr=p["sd_val_loss"], capsize=4,
-                   label="published: mean ± sd" if i == 0 else None)
-    ax.set_xticks(list(xs), [v["variant"] for v in variants])
+                   label="published: mean ± sd" if not labelled_published else None)
+            labelled_published = True
+    variant_axis(ax, [v["variant"] for v in variants])
     published = [v["published"]["mean_val_loss"] for v in variants if show_published and "published" in v]
     lows = [min(v["val_loss"]) for v in variants] + published
     highs = [max(v["val_loss"]) for v in variants] + published
@@ -105,11 +124,11 @@ def plot_final(summary, study):
 
 def plot_gap(summary, study):
     variants = [v for v in summary["variants"] if v["n"] > 0]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(figure_width(len(variants)), 4.5))
     for i, v in enumerate(variants):
         ax.bar(i, v["mean_gap"], width=0.5, color="C2")
         ax.scatter([i] * len(v["gap"]), v["gap"], color="black", s=12, zorder=3)
-    ax.set_xticks(range(len(variants)), [v["variant"] for v in variants])
+    variant_axis(ax, [v["variant"] for v in variants])
     ax.set_ylabel("val loss − train loss (nats)")
     ax.set_title("Generalization gap: mean over seeds, each seed as a dot")
     ax.grid(axis="y", alpha=0.3)
@@ -129,14 +148,14 @@ def plot_extrapolation(summary, study):
             xs = [c["length"] for c in points]
             ys = [c["mean"] for c in points]
             err = [c["sd"] or 0.0 for c in points]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=v)
+            ax.errorbar(xs, ys, yerr=err, capsize=3, label=v, **variant_style(summary, v))
         ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("evaluation length (tokens); dotted: trained context")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("validation loss (nats)")
-    axes[1].legend()
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     fig.suptitle("Length extrapolation: mean ± sd over seeds")
     save(fig, study, "extrapolation")
     return True
