@@ -223,7 +223,9 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
   ParameterStore<double> store(shared);
   store.initialize(5);
   CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.c")(0))) == Approx(0.1).epsilon(1e-12));
-  CHECK(store.values.view("transformer.h.0.attn.fire.threshold")(0) == 512.0);
+  // L starts at L₀ = a quarter of the context (8 here) times a multiplier of 1.
+  CHECK(fire.initial_threshold() == 2.0);
+  CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.L_multiplier")(0))) == Approx(1.0).epsilon(1e-12));
   Rng rng(6);
   for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] += rng.normal(0.0, 0.5);
   auto softplus = [](double x) { return std::log1p(std::exp(x)); };
@@ -237,9 +239,9 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
     for (std::size_t u = 0; u < FIRE::hidden; ++u) out += w2(head, u) * std::max(0.0, w1(u, 0) * x + b1(u));
     return out;
   };
-  for (const double threshold : {512.0, 3.0}) {  // queries below L, then past it
-    store.values.view("transformer.h.0.attn.fire.threshold")(0) = threshold;  // softplus(x) ≈ x here
-    const double L = softplus(threshold);
+  for (const double multiplier_raw : {10.0, 0.5}) {  // L ≈ 20 (query 6 below it), then L ≈ 1.95 (past it)
+    store.values.view("transformer.h.0.attn.fire.L_multiplier")(0) = multiplier_raw;
+    const double L = 2.0 * softplus(multiplier_raw);
     std::vector<double> row(7, 0.0);
     fire.bind(store, 7).add_bias(row.data(), 1, 6, 7);
     for (std::size_t j = 0; j < 7; ++j) {

@@ -13,14 +13,19 @@
 namespace posenc {
 
 // b_h(i, j) = f_θ(ψ(i − j) / ψ(max(i, L)))_h with ψ(x) = log(c·x + 1) and f_θ: R → R^H an MLP with
-// one hidden layer of 32 ReLU units. c and the threshold L are learned, kept positive as softplus of
-// the stored "fire.c" and "fire.threshold" (starting at c = 0.1 and L = 512, the paper's values);
-// the MLP is "fire.mlp.0.{weight,bias}" (32, 1), (32) and "fire.mlp.2.{weight,bias}" (H, 32), (H).
+// one hidden layer of 32 ReLU units. c is learned, kept positive as softplus of the stored "fire.c"
+// (starting at 0.1, the paper's value). The threshold is learned as the paper's code does it, a
+// multiplier of a fixed start: L = L₀·m, m = softplus of the stored "fire.L_multiplier", starting
+// at 1, so a step moves L in proportion to L₀. L₀ is a quarter of the training context, as the
+// paper's 512 is of its training length 2048: queries past L, whose distances are normalised by
+// ψ(i) into [0, 1], are then trained, which is what lets FIRE's inputs stay in range at longer
+// lengths. The MLP is "fire.mlp.0.{weight,bias}" (32, 1), (32) and "fire.mlp.2.{weight,bias}"
+// (H, 32), (H).
 struct FIRE {
   static constexpr std::string_view name = "fire";
   static constexpr std::size_t hidden = 32;
   static constexpr double initial_c = 0.1;
-  static constexpr double initial_threshold = 512.0;
+  static constexpr double threshold_fraction_of_context = 0.25;  // L₀ = context / 4
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
@@ -28,21 +33,26 @@ struct FIRE {
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
   class Attention {
    public:
-    Attention(ParameterTable& table, std::string_view prefix, std::size_t)
+    Attention(ParameterTable& table, std::string_view prefix, std::size_t context)
         : w1_(table.add(std::string(prefix) + "fire.mlp.0.weight", {hidden, 1}, Init::normal)),
           b1_(table.add(std::string(prefix) + "fire.mlp.0.bias", {hidden}, Init::zeros)),
           w2_(table.add(std::string(prefix) + "fire.mlp.2.weight", {Heads, hidden}, Init::normal)),
           b2_(table.add(std::string(prefix) + "fire.mlp.2.bias", {Heads}, Init::zeros)),
           c_(table.add(std::string(prefix) + "fire.c", {1}, Init::constant, std::log(std::expm1(initial_c)))),
-          threshold_(table.add(std::string(prefix) + "fire.threshold", {1}, Init::constant, initial_threshold)) {}
+          threshold_multiplier_(table.add(std::string(prefix) + "fire.L_multiplier", {1}, Init::constant,
+                                          std::log(std::expm1(1.0)))),
+          initial_threshold_(threshold_fraction_of_context * static_cast<double>(context)) {}
+
+    // L₀: the threshold before training moves it.
+    double initial_threshold() const { return initial_threshold_; }
 
     struct Hooks {
       static constexpr bool rotates_qk = false;
       static constexpr bool biases_scores = true;
       static constexpr bool has_bias_parameters = true;
       const S *w1, *b1, *w2, *b2;
-      S *gw1, *gb1, *gw2, *gb2, *gc_raw, *gthreshold_raw;
-      S c, threshold, dc_draw, dthreshold_draw;  // softplus values and their slopes
+      S *gw1, *gb1, *gw2, *gb2, *gc_raw, *gthreshold_raw;  // gthreshold_raw: L_multiplier's gradient
+      S c, threshold, dc_draw, dthreshold_draw;  // c, L and their slopes in the stored values
       const S* by_distance;                       // (T, Heads): f(ψ(d)/ψ(L)), for queries below L
       S* grad_by_distance;                        // (T, Heads): its accumulated gradient
 
@@ -123,12 +133,13 @@ struct FIRE {
       Hooks h{};
       h.w1 = p[w1_], h.b1 = p[b1_], h.w2 = p[w2_], h.b2 = p[b2_];
       h.gw1 = g[w1_], h.gb1 = g[b1_], h.gw2 = g[w2_], h.gb2 = g[b2_];
-      h.gc_raw = g[c_], h.gthreshold_raw = g[threshold_];
-      const S c_raw = p[c_][0], threshold_raw = p[threshold_][0];
+      h.gc_raw = g[c_], h.gthreshold_raw = g[threshold_multiplier_];
+      const S c_raw = p[c_][0], multiplier_raw = p[threshold_multiplier_][0];
+      const S L0 = static_cast<S>(initial_threshold_);
       h.c = softplus(c_raw);
-      h.threshold = softplus(threshold_raw);
+      h.threshold = L0 * softplus(multiplier_raw);
       h.dc_draw = sigmoid(c_raw);
-      h.dthreshold_draw = sigmoid(threshold_raw);
+      h.dthreshold_draw = L0 * sigmoid(multiplier_raw);
       // The shared values of the rows below the threshold, one per distance and head.
       by_distance_.assign(T * Heads, S(0));
       grad_by_distance_.assign(T * Heads, S(0));
@@ -149,7 +160,8 @@ struct FIRE {
     }
 
    private:
-    Slot w1_, b1_, w2_, b2_, c_, threshold_;
+    Slot w1_, b1_, w2_, b2_, c_, threshold_multiplier_;
+    double initial_threshold_;
     std::vector<S> by_distance_, grad_by_distance_;
   };
 };
