@@ -242,11 +242,18 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
   for (const double multiplier_raw : {10.0, 0.5}) {  // L ≈ 20 (query 6 below it), then L ≈ 1.95 (past it)
     store.values.view("transformer.h.0.attn.fire.L_multiplier")(0) = multiplier_raw;
     const double L = 2.0 * softplus(multiplier_raw);
-    std::vector<double> row(7, 0.0);
-    fire.bind(store, 7).add_bias(row.data(), 1, 6, 7);
-    for (std::size_t j = 0; j < 7; ++j) {
-      const double x = std::log1p(c * (6.0 - j)) / std::log1p(c * std::max(6.0, L));
-      CHECK(row[j] == Approx(expected(1, x)).epsilon(1e-12));
+    const auto hooks = fire.bind(store, 8);
+    for (std::size_t query = 0; query < 8; ++query) {
+      for (std::size_t head = 0; head < 2; ++head) {
+        std::vector<double> row(query + 1, 0.0);
+        hooks.add_bias(row.data(), head, query, query + 1);
+        for (std::size_t j = 0; j <= query; ++j) {
+          const double i = static_cast<double>(query);
+          const double x = std::log1p(c * (i - j)) / std::log1p(c * std::max(i, L));
+          INFO("query " << query << ", key " << j << ", head " << head << ", L " << L);
+          REQUIRE(row[j] == Approx(expected(head, x)).epsilon(1e-12).margin(1e-14));
+        }
+      }
     }
   }
 }

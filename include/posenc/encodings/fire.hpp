@@ -55,6 +55,17 @@ struct FIRE {
       S c, threshold, dc_draw, dthreshold_draw;  // c, L and their slopes in the stored values
       const S* by_distance;                       // (T, Heads): f(ψ(d)/ψ(L)), for queries below L
       S* grad_by_distance;                        // (T, Heads): its accumulated gradient
+      // Queries from first_past on are past L. f is piecewise linear in its scalar input (a sum of
+      // ReLUs), so their scores use its linear pieces: `breaks` holds the units' switching points
+      // in ascending order and `pieces` (breaks + 1, Heads, 2) the intercept and slope of f_h
+      // between consecutive ones; a score costs a search among ≤ 32 points instead of 32 units.
+      std::size_t first_past = 0, length = 0;  // length: the sequence length T
+      const S* breaks;
+      std::size_t break_count = 0;
+      const S* pieces;
+      // ((length − first_past)·length, Heads): the rows past L's gradients, summed over the batch
+      // and carried through the MLP once in finish_backward; allocated by the first backward row.
+      std::vector<S>* grad_past;
 
       S psi(S x) const { return std::log1p(c * x); }
       bool below_threshold(std::size_t query) const { return static_cast<S>(query) < threshold; }
@@ -67,33 +78,28 @@ struct FIRE {
         const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
         for (std::size_t j = 0; j < keys; ++j) {
           const S x = psi(static_cast<S>(distance(query, j))) / norm;
-          S out = b2[head];
-          for (std::size_t u = 0; u < hidden; ++u) out += w2[head * hidden + u] * std::max(S(0), w1[u] * x + b1[u]);
-          row[j] += out;
+          const std::size_t piece = static_cast<std::size_t>(std::upper_bound(breaks, breaks + break_count, x) - breaks);
+          const S* line = pieces + (piece * Heads + head) * 2;
+          row[j] += line[0] + line[1] * x;
         }
       }
 
-      // Rows below the threshold share one value per distance: their gradients are summed per
-      // distance here and carried through the MLP once, in finish_backward.
+      // The gradients are gathered here, summed over the batch: per distance for the rows below the
+      // threshold (which share one value per distance), per (query, key) for the rows past it. They
+      // go through the MLP once per entry, in finish_backward.
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
         if (below_threshold(query)) {
           for (std::size_t j = 0; j < keys; ++j) grad_by_distance[distance(query, j) * Heads + head] += drow[j];
           return;
         }
-        const S norm = psi(static_cast<S>(query));
-        for (std::size_t j = 0; j < keys; ++j) {
-          const S d = static_cast<S>(distance(query, j));
-          const S x = psi(d) / norm;
-          // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)²
-          const S i = static_cast<S>(query);
-          const S dx_dc = (d / (c * d + 1)) / norm - psi(d) * (i / (c * i + 1)) / (norm * norm);
-          backprop_mlp(drow[j], head, x, dx_dc, S(0));
-        }
+        if (grad_past->empty()) grad_past->assign((length - first_past) * length * Heads, S(0));
+        S* g = grad_past->data() + (query - first_past) * length * Heads;
+        for (std::size_t j = 0; j < keys; ++j) g[j * Heads + head] += drow[j];
       }
 
       void finish_backward() {
         const S norm = psi(threshold);
-        for (std::size_t d = 0; d < distances; ++d) {
+        for (std::size_t d = 0; d < length; ++d) {
           const S x = psi(static_cast<S>(d)) / norm;
           // x = ψ(d)/ψ(L)  →  dx/dc as above with i = L, and dx/dL = −ψ(d)·(c/(cL+1))/ψ(L)²
           const S dx_dc = (static_cast<S>(d) / (c * static_cast<S>(d) + 1)) / norm -
@@ -102,9 +108,21 @@ struct FIRE {
           for (std::size_t h = 0; h < Heads; ++h)
             if (const S g = grad_by_distance[d * Heads + h]; g != S(0)) backprop_mlp(g, h, x, dx_dc, dx_dthreshold);
         }
+        if (grad_past->empty()) return;
+        for (std::size_t query = first_past; query < length; ++query) {
+          const S i = static_cast<S>(query);
+          const S norm_i = psi(i);
+          const S* g = grad_past->data() + (query - first_past) * length * Heads;
+          for (std::size_t j = 0; j < length; ++j) {
+            const S d = static_cast<S>(distance(query, j));
+            const S x = psi(d) / norm_i;
+            // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)², and L is not in it
+            const S dx_dc = (d / (c * d + 1)) / norm_i - psi(d) * (i / (c * i + 1)) / (norm_i * norm_i);
+            for (std::size_t h = 0; h < Heads; ++h)
+              if (g[j * Heads + h] != S(0)) backprop_mlp(g[j * Heads + h], h, x, dx_dc, S(0));
+          }
+        }
       }
-
-      std::size_t distances = 0;
 
      private:
       static std::size_t distance(std::size_t i, std::size_t j) { return i >= j ? i - j : j - i; }
@@ -155,14 +173,50 @@ struct FIRE {
       }
       h.by_distance = by_distance_.data();
       h.grad_by_distance = grad_by_distance_.data();
-      h.distances = T;
+      h.length = T;
+      while (h.first_past < T && h.below_threshold(h.first_past)) ++h.first_past;
+      tabulate_pieces(h.w1, h.b1, h.w2, h.b2);
+      h.breaks = breaks_.data();
+      h.break_count = breaks_.size();
+      h.pieces = pieces_.data();
+      grad_past_.clear();
+      h.grad_past = &grad_past_;
       return h;
     }
 
    private:
+    // f_h(x) = b2_h + Σ_u w2_hu·relu(w1_u·x + b1_u) between consecutive switching points
+    // t_u = −b1_u/w1_u: a unit whose point is at or below x is on when w1_u > 0, one whose point is
+    // above x is on when w1_u < 0, and a unit with w1_u = 0 is on when b1_u > 0.
+    void tabulate_pieces(const S* w1, const S* b1, const S* w2, const S* b2) {
+      std::vector<std::size_t> units;
+      for (std::size_t u = 0; u < hidden; ++u)
+        if (w1[u] != S(0)) units.push_back(u);
+      auto point = [&](std::size_t u) { return -b1[u] / w1[u]; };
+      std::sort(units.begin(), units.end(), [&](std::size_t a, std::size_t b) { return point(a) < point(b); });
+      breaks_.resize(units.size());
+      for (std::size_t r = 0; r < units.size(); ++r) breaks_[r] = point(units[r]);
+      std::vector<std::size_t> rank(hidden, hidden);  // hidden: a unit with w1 = 0
+      for (std::size_t r = 0; r < units.size(); ++r) rank[units[r]] = r;
+      pieces_.assign((units.size() + 1) * Heads * 2, S(0));
+      for (std::size_t piece = 0; piece <= units.size(); ++piece) {  // x has passed `piece` points
+        for (std::size_t u = 0; u < hidden; ++u) {
+          const bool on = rank[u] == hidden ? b1[u] > S(0) : (w1[u] > S(0)) == (rank[u] < piece);
+          if (!on) continue;
+          for (std::size_t head = 0; head < Heads; ++head) {
+            S* line = pieces_.data() + (piece * Heads + head) * 2;
+            line[0] += w2[head * hidden + u] * b1[u];
+            line[1] += w2[head * hidden + u] * w1[u];
+          }
+        }
+        for (std::size_t head = 0; head < Heads; ++head) pieces_[(piece * Heads + head) * 2] += b2[head];
+      }
+    }
+
     Slot w1_, b1_, w2_, b2_, c_, threshold_multiplier_;
     double initial_threshold_;
     std::vector<S> by_distance_, grad_by_distance_;
+    std::vector<S> breaks_, pieces_, grad_past_;
   };
 };
 
