@@ -51,6 +51,7 @@ class PosencModel(torch.nn.Module):
         self.w = tensors
         self.policy = meta["posenc_policy"]
         self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
+        self.trained_context = int(meta["context"])  # FIRE's threshold starts at a quarter of it
         self.vocab = bytes(json.loads(meta["vocab"]))
 
     def forward(self, idx):
@@ -128,7 +129,7 @@ class PosencModel(torch.nn.Module):
                 layer_bias = table[t5_bucket(distance)].permute(2, 0, 1)
             elif self.policy == "fire":
                 c = F.softplus(w[p + "attn.fire.c"])
-                L = F.softplus(w[p + "attn.fire.threshold"])
+                L = 0.25 * self.trained_context * F.softplus(w[p + "attn.fire.L_multiplier"])
                 psi = lambda z: torch.log1p(c * z)
                 i = pos[:, None].float().expand(T, T)
                 u = psi(distance.float()) / psi(torch.maximum(i, L))
