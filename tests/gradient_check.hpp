@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include <posenc/model/parameters.hpp>
 #include <posenc/random.hpp>
 
 namespace posenc_test {
@@ -25,11 +27,10 @@ inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-// ‖analytic − numeric‖ / max(‖analytic‖, ‖numeric‖), where numeric is the central difference of
-// f() over each of the n entries of x (perturbed in place and restored).
-inline double gradient_relative_error(double* x, std::size_t n, const double* analytic,
-                                      const std::function<double()>& f, double h = 1e-5) {
-  double diff2 = 0, a2 = 0, n2 = 0;
+// The central difference of f() over each of the n entries of x (perturbed in place and restored).
+inline std::vector<double> numeric_gradient(double* x, std::size_t n, const std::function<double()>& f,
+                                            double h = 1e-5) {
+  std::vector<double> numeric(n);
   for (std::size_t i = 0; i < n; ++i) {
     const double saved = x[i];
     x[i] = saved + h;
@@ -37,13 +38,56 @@ inline double gradient_relative_error(double* x, std::size_t n, const double* an
     x[i] = saved - h;
     const double down = f();
     x[i] = saved;
-    const double numeric = (up - down) / (2 * h);
-    diff2 += (analytic[i] - numeric) * (analytic[i] - numeric);
+    numeric[i] = (up - down) / (2 * h);
+  }
+  return numeric;
+}
+
+// ‖analytic − numeric‖ / max(‖analytic‖, ‖numeric‖) over n entries; 0 when both are 0.
+inline double relative_error(const double* analytic, const double* numeric, std::size_t n) {
+  double diff2 = 0, a2 = 0, n2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff2 += (analytic[i] - numeric[i]) * (analytic[i] - numeric[i]);
     a2 += analytic[i] * analytic[i];
-    n2 += numeric * numeric;
+    n2 += numeric[i] * numeric[i];
   }
   const double scale = std::sqrt(std::max(a2, n2));
   return scale == 0 ? std::sqrt(diff2) : std::sqrt(diff2) / scale;
+}
+
+inline double gradient_relative_error(double* x, std::size_t n, const double* analytic,
+                                      const std::function<double()>& f, double h = 1e-5) {
+  return relative_error(analytic, numeric_gradient(x, n, f, h).data(), n);
+}
+
+// One named tensor's check: its relative error, and its gradient's norm (0 for a tensor the loss
+// does not reach, which a test should expect only where it says why).
+struct TensorGradientCheck {
+  std::string name;
+  double error = 0;
+  double norm = 0;          // ‖analytic‖
+  double numeric_norm = 0;  // ‖numeric‖
+};
+
+// The relative error of every tensor of a flat parameter buffer on its own, so a small wrong
+// gradient of one tensor cannot hide in a model-wide norm dominated by the large ones.
+inline std::vector<TensorGradientCheck> gradient_check_per_tensor(const posenc::ParameterTable& table,
+                                                                  double* values, const double* analytic,
+                                                                  const std::function<double()>& f,
+                                                                  double h = 1e-5) {
+  const std::vector<double> numeric = numeric_gradient(values, table.total_size(), f, h);
+  std::vector<TensorGradientCheck> checks;
+  for (const posenc::ParameterInfo& e : table.entries()) {
+    const double* a = analytic + e.slot.offset;
+    const double* n = numeric.data() + e.slot.offset;
+    double a2 = 0, n2 = 0;
+    for (std::size_t i = 0; i < e.slot.size; ++i) {
+      a2 += a[i] * a[i];
+      n2 += n[i] * n[i];
+    }
+    checks.push_back({e.name, relative_error(a, n, e.slot.size), std::sqrt(a2), std::sqrt(n2)});
+  }
+  return checks;
 }
 
 inline double gradient_relative_error(std::vector<double>& x, const std::vector<double>& analytic,

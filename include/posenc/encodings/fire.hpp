@@ -20,7 +20,8 @@ namespace posenc {
 // paper's 512 is of its training length 2048: queries past L, whose distances are normalised by
 // ψ(i) into [0, 1], are then trained, which is what lets FIRE's inputs stay in range at longer
 // lengths. The MLP is "fire.mlp.0.{weight,bias}" (32, 1), (32) and "fire.mlp.2.{weight,bias}"
-// (H, 32), (H).
+// (H, 32), (H). The output bias shifts every score of a row alike, so softmax cancels it and its
+// gradient is 0 (to rounding); it is kept so the parameters are those of the paper's PyTorch module.
 struct FIRE {
   static constexpr std::string_view name = "fire";
   static constexpr std::size_t hidden = 32;
