@@ -35,7 +35,9 @@ void attention_fwd_bwd(benchmark::State& state) {
   const std::vector<float> qkv0 = posenc_bench::random_floats(B * T * 3 * C, 1);
   const std::vector<float> dout = posenc_bench::random_floats(B * T * C, 2);
   std::vector<float> qkv = qkv0, out(B * T * C), att(B * H * T * T), dqkv(qkv.size());
-  std::vector<float> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads()));
+  using Hooks = decltype(hooks);
+  std::vector<float> scratch(std::max(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters),
+                                      attention_scratch_size(T, C, H)));  // the fast kernel's or the reference's
   for (auto _ : state) {
     std::copy(qkv0.begin(), qkv0.end(), qkv.begin());  // forward rotates q and k in place
     std::fill(dqkv.begin(), dqkv.end(), 0.0f);
@@ -72,5 +74,8 @@ BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, true)->Name("attention/fast/fire")->
 BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, false)->Name("attention/reference/alibi")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, false)->Name("attention/reference/t5")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, false)->Name("attention/reference/kerple")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, false)->Name("attention/reference/fire")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 
 BENCHMARK_MAIN();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -199,7 +200,7 @@ TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, do
 namespace {
 
 template <class S, class Hooks>
-void check_fast_attention(Hooks hooks, std::size_t T, bool causal) {
+void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool causal) {
   const std::size_t B = 2, H = 2, C = 8;
   const auto qkv = random_as<S>(B * T * 3 * C, 20);
   const auto dout = random_as<S>(B * T * C, 21);
@@ -216,39 +217,66 @@ void check_fast_attention(Hooks hooks, std::size_t T, bool causal) {
       for (std::size_t j = 0; j < (causal ? i + 1 : T); ++j)
         att_err = std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
   CHECK(att_err < tolerance<S>());
-  // backward adds into a non-zero dqkv
+  // backward adds into a non-zero dqkv, and into the bias parameters' gradients (in `grads`)
   auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
-  std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads()));
-  attention_backward(dqkv_ref.data(), scratch.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  std::vector<S> scratch_ref(attention_scratch_size(T, C, H));
+  std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters));
+  const std::vector<S> grads_before(grads.begin(), grads.end());
+  attention_backward(dqkv_ref.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  const std::vector<S> grads_ref(grads.begin(), grads.end());
+  std::copy(grads_before.begin(), grads_before.end(), grads.begin());
   fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal);
   CHECK(max_error(dqkv, dqkv_ref) < tolerance<S>());
+  CHECK(max_error(std::vector<S>(grads.begin(), grads.end()), grads_ref) < tolerance<S>());
+  if constexpr (Hooks::has_bias_parameters) CHECK(max_error(grads_ref, grads_before) > 0.01);  // they were reached
   // overwrite: garbage in dqkv is replaced by the gradient alone
   std::vector<S> fresh(qkv.size(), S(0)), over(qkv.size(), S(1e30));
-  attention_backward(fresh.data(), scratch.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  attention_backward(fresh.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
   fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal, true);
   CHECK(max_error(over, fresh) < tolerance<S>());
+}
+
+// check_fast_attention for every policy of posenc: their hooks bound to one store whose parameters
+// are moved off their start (so no bias is uniform) and whose gradients start non-zero.
+template <class S>
+void check_fast_attention_every_policy(std::size_t T, bool causal) {
+  auto table = std::make_shared<ParameterTable>();
+  RoPE::Attention<S, 2, 4> rope(*table, "rope.", T);
+  ALiBi::Attention<S, 2, 4> alibi(*table, "alibi.", T);
+  XPos::Attention<S, 2, 4> xpos(*table, "xpos.", T);  // keys scaled inversely to queries
+  T5Bias::Attention<S, 2, 4> t5(*table, "t5.", T);    // trainable biases: gradients summed over the batch
+  Kerple::Attention<S, 2, 4> kerple(*table, "kerple.", T);
+  FIRE::Attention<S, 2, 4> fire(*table, "fire.", T);
+  ParameterStore<S> store(table);
+  store.initialize(30);
+  const auto moved = random_as<S>(store.values.size(), 31);
+  const auto grads = random_as<S>(store.grads.size(), 32);
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    store.values.data()[i] += S(0.3) * moved[i];
+    store.grads.data()[i] = grads[i];
+  }
+  std::span<S> g(store.grads.data(), store.grads.size());
+  check_fast_attention<S>(NoAttentionHooks{}, g, T, causal);
+  check_fast_attention<S>(rope.bind(store, T), g, T, causal);
+  check_fast_attention<S>(alibi.bind(store, T), g, T, causal);
+  check_fast_attention<S>(xpos.bind(store, T), g, T, causal);
+  check_fast_attention<S>(t5.bind(store, T), g, T, causal);
+  check_fast_attention<S>(kerple.bind(store, T), g, T, causal);
+  check_fast_attention<S>(fire.bind(store, T), g, T, causal);
 }
 
 }  // namespace
 
 TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind of hook", "", float, double) {
-  using S = TestType;
   ThreadCounts restore;
-  ParameterTable table;
-  ParameterStore<S> store(std::make_shared<ParameterTable>());
-  // T = 70 spans three query blocks, the last one partial; T = 5 is inside one block.
+  // T = 70 spans three query blocks, the last one partial; T = 5 is inside one block; FIRE's
+  // threshold (a quarter of T) puts queries on both of its sides.
   for (std::size_t T : {std::size_t{5}, std::size_t{70}})
     for (bool causal : {true, false})
       for (int threads : {1, 3}) {
         set_num_threads(threads);
         DYNAMIC_SECTION("T " << T << ", causal " << causal << ", threads " << threads) {
-          check_fast_attention<S>(NoAttentionHooks{}, T, causal);
-          RoPE::Attention<S, 2, 4> rope(table, "", T);
-          check_fast_attention<S>(rope.bind(store, T), T, causal);
-          ALiBi::Attention<S, 2, 4> alibi(table, "", T);
-          check_fast_attention<S>(alibi.bind(store, T), T, causal);
-          XPos::Attention<S, 2, 4> xpos(table, "", T);  // keys scaled inversely to queries
-          check_fast_attention<S>(xpos.bind(store, T), T, causal);
+          check_fast_attention_every_policy<TestType>(T, causal);
         }
       }
 }

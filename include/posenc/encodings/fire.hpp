@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,10 +57,11 @@ struct FIRE {
       S c, threshold, dc_draw, dthreshold_draw;  // c, L and their slopes in the stored values
       const S* by_distance;                       // (T, Heads): f(ψ(d)/ψ(L)), for queries below L
       S* grad_by_distance;                        // (T, Heads): its accumulated gradient
-      // Queries from first_past on are past L. f is piecewise linear in its scalar input (a sum of
-      // ReLUs), so their scores use its linear pieces: `breaks` holds the units' switching points
-      // in ascending order and `pieces` (breaks + 1, Heads, 2) the intercept and slope of f_h
-      // between consecutive ones; a score costs a search among ≤ 32 points instead of 32 units.
+      // f is piecewise linear in its scalar input (a sum of ReLUs), so it is evaluated from its
+      // linear pieces: `breaks` holds the units' switching points in ascending order and `pieces`
+      // (breaks + 1, Heads, 2) the intercept and slope of f_h between consecutive ones; a score past
+      // L, where every (query, key) has its own input, costs a search among ≤ 32 points instead of
+      // 32 units. Queries from first_past on are past L.
       std::size_t first_past = 0, length = 0;  // length: the sequence length T
       const S* breaks;
       std::size_t break_count = 0;
@@ -77,12 +79,14 @@ struct FIRE {
           return;
         }
         const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
-        for (std::size_t j = 0; j < keys; ++j) {
-          const S x = psi(static_cast<S>(distance(query, j))) / norm;
-          const std::size_t piece = static_cast<std::size_t>(std::upper_bound(breaks, breaks + break_count, x) - breaks);
-          const S* line = pieces + (piece * Heads + head) * 2;
-          row[j] += line[0] + line[1] * x;
-        }
+        for (std::size_t j = 0; j < keys; ++j) row[j] += mlp(psi(static_cast<S>(distance(query, j))) / norm, head);
+      }
+
+      // f_θ(x)_head, from its linear pieces
+      S mlp(S x, std::size_t head) const {
+        const std::size_t piece = static_cast<std::size_t>(std::upper_bound(breaks, breaks + break_count, x) - breaks);
+        const S* line = pieces + (piece * Heads + head) * 2;
+        return line[0] + line[1] * x;
       }
 
       // The gradients are gathered here, summed over the batch: per distance for the rows below the
@@ -109,20 +113,25 @@ struct FIRE {
           for (std::size_t h = 0; h < Heads; ++h)
             if (const S g = grad_by_distance[d * Heads + h]; g != S(0)) backprop_mlp(g, h, x, dx_dc, dx_dthreshold);
         }
+        // the gathered gradients are used up: the next backward with these hooks starts from zero
+        std::fill(grad_by_distance, grad_by_distance + length * Heads, S(0));
         if (grad_past->empty()) return;
         for (std::size_t query = first_past; query < length; ++query) {
           const S i = static_cast<S>(query);
           const S norm_i = psi(i);
           const S* g = grad_past->data() + (query - first_past) * length * Heads;
           for (std::size_t j = 0; j < length; ++j) {
+            const S* gj = g + j * Heads;
+            if (std::all_of(gj, gj + Heads, [](S v) { return v == S(0); })) continue;  // e.g. a masked key
             const S d = static_cast<S>(distance(query, j));
             const S x = psi(d) / norm_i;
             // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)², and L is not in it
             const S dx_dc = (d / (c * d + 1)) / norm_i - psi(d) * (i / (c * i + 1)) / (norm_i * norm_i);
             for (std::size_t h = 0; h < Heads; ++h)
-              if (g[j * Heads + h] != S(0)) backprop_mlp(g[j * Heads + h], h, x, dx_dc, S(0));
+              if (gj[h] != S(0)) backprop_mlp(gj[h], h, x, dx_dc, S(0));
           }
         }
+        grad_past->clear();
       }
 
      private:
@@ -159,27 +168,21 @@ struct FIRE {
       h.threshold = L0 * softplus(multiplier_raw);
       h.dc_draw = sigmoid(c_raw);
       h.dthreshold_draw = L0 * sigmoid(multiplier_raw);
-      // The shared values of the rows below the threshold, one per distance and head.
-      by_distance_.assign(T * Heads, S(0));
-      grad_by_distance_.assign(T * Heads, S(0));
-      const S norm = std::log1p(h.c * h.threshold);
-      for (std::size_t d = 0; d < T; ++d) {
-        const S x = std::log1p(h.c * static_cast<S>(d)) / norm;
-        for (std::size_t head = 0; head < Heads; ++head) {
-          S out = h.b2[head];
-          for (std::size_t u = 0; u < hidden; ++u)
-            out += h.w2[head * hidden + u] * std::max(S(0), h.w1[u] * x + h.b1[u]);
-          by_distance_[d * Heads + head] = out;
-        }
-      }
-      h.by_distance = by_distance_.data();
-      h.grad_by_distance = grad_by_distance_.data();
-      h.length = T;
-      while (h.first_past < T && h.below_threshold(h.first_past)) ++h.first_past;
       tabulate_pieces(h.w1, h.b1, h.w2, h.b2);
       h.breaks = breaks_.data();
       h.break_count = breaks_.size();
       h.pieces = pieces_.data();
+      // The shared values of the rows below the threshold, one per distance and head.
+      by_distance_.assign(T * Heads, S(0));
+      grad_by_distance_.assign(T * Heads, S(0));
+      const S norm = h.psi(h.threshold);
+      for (std::size_t d = 0; d < T; ++d)
+        for (std::size_t head = 0; head < Heads; ++head)
+          by_distance_[d * Heads + head] = h.mlp(h.psi(static_cast<S>(d)) / norm, head);
+      h.by_distance = by_distance_.data();
+      h.grad_by_distance = grad_by_distance_.data();
+      h.length = T;
+      while (h.first_past < T && h.below_threshold(h.first_past)) ++h.first_past;
       grad_past_.clear();
       h.grad_past = &grad_past_;
       return h;
@@ -197,12 +200,12 @@ struct FIRE {
       std::sort(units.begin(), units.end(), [&](std::size_t a, std::size_t b) { return point(a) < point(b); });
       breaks_.resize(units.size());
       for (std::size_t r = 0; r < units.size(); ++r) breaks_[r] = point(units[r]);
-      std::vector<std::size_t> rank(hidden, hidden);  // hidden: a unit with w1 = 0
+      std::vector<std::optional<std::size_t>> rank(hidden);  // none for a unit with w1 = 0
       for (std::size_t r = 0; r < units.size(); ++r) rank[units[r]] = r;
       pieces_.assign((units.size() + 1) * Heads * 2, S(0));
       for (std::size_t piece = 0; piece <= units.size(); ++piece) {  // x has passed `piece` points
         for (std::size_t u = 0; u < hidden; ++u) {
-          const bool on = rank[u] == hidden ? b1[u] > S(0) : (w1[u] > S(0)) == (rank[u] < piece);
+          const bool on = rank[u] ? (w1[u] > S(0)) == (*rank[u] < piece) : b1[u] > S(0);
           if (!on) continue;
           for (std::size_t head = 0; head < Heads; ++head) {
             S* line = pieces_.data() + (piece * Heads + head) * 2;

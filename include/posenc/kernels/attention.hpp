@@ -22,7 +22,8 @@ namespace posenc {
 //   has_bias_parameters: void bias_backward(const S* drow, std::size_t head, std::size_t query,
 //                        std::size_t keys): adds the row's gradient into the bias parameters' gradients;
 //                        optionally void finish_backward(), called once after every row, for hooks
-//                        that gather the rows' gradients first (FIRE)
+//                        that gather the rows' gradients first (FIRE); it leaves nothing gathered, so
+//                        the same hooks serve another backward
 struct NoAttentionHooks {
   static constexpr bool rotates_qk = false;
   static constexpr bool biases_scores = false;

@@ -19,12 +19,13 @@ namespace posenc::fast {
 inline constexpr std::size_t attention_block = 16;
 
 // Scratch attention_backward needs, in scalars, when `threads` threads run it: per thread one
-// (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; never less
-// than the reference kernel's (which runs hooks with trainable bias parameters).
-inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H,
-                                          std::size_t threads) {
-  const std::size_t per_thread = attention_block * T + 2 * T * (C / H);
-  return std::max(threads * per_thread, posenc::attention_scratch_size(T, C, H));
+// (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; with
+// `bias_parameters` (the hooks' has_bias_parameters) also one (H, T, T) sum over the thread's
+// sequences of the score gradients, which is all a bias parameter's gradient needs (a bias
+// depends on head, query and key, never on the sequence).
+inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H, std::size_t threads,
+                                          bool bias_parameters) {
+  return threads * (attention_block * T + 2 * T * (C / H) + (bias_parameters ? H * T * T : 0));
 }
 
 // As posenc::attention_forward: out (B,T,C), att (B,H,T,T), qkv (B,T,3C) with q and k rotated in
@@ -73,63 +74,79 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
 
 // As posenc::attention_backward: dqkv (B,T,3C) is added into (or, with overwrite, written: each
 // thread zeroes its own head's columns first); dout (B,T,C); qkv and att as fast::attention_forward
-// left them; scratch of fast::attention_scratch_size(T, C, H, max_parallel_threads()) scalars.
+// left them; scratch of fast::attention_scratch_size(T, C, H, max_parallel_threads(),
+// Hooks::has_bias_parameters) scalars. Hooks with bias parameters get bias_backward once per
+// (head, query) row, with the row's gradient summed over the batch, after the parallel part.
 template <std::floating_point S, class Hooks>
 void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
                         std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
                         bool causal = true, bool overwrite = false) {
-  if constexpr (Hooks::has_bias_parameters) {
-    // bias_backward adds into shared parameter gradients: the serial reference kernel does it
-    if (overwrite) std::fill(dqkv, dqkv + B * T * 3 * C, S(0));
-    posenc::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, H, hooks, causal);
-    return;
-  } else {
-    const std::size_t hd = C / H;
-    const std::size_t C3 = 3 * C;
-    const S scale = S(1) / std::sqrt(static_cast<S>(hd));
-    const std::size_t per_thread = attention_block * T + 2 * T * hd;
-    parallel_for_each(B * H, [&](std::size_t bh) {
-      const std::size_t b = bh / H, h = bh % H;
-      S* dscores = scratch + parallel_thread_index() * per_thread;  // (attention_block, T)
-      S* dq_rotated = dscores + attention_block * T;                 // (T, hd)
-      S* dk_rotated = dq_rotated + T * hd;                           // (T, hd)
-      const S* q = qkv + b * T * C3 + h * hd;
-      const S* k = q + C;
-      const S* v = q + 2 * C;
-      S* dq = dqkv + b * T * C3 + h * hd;
-      S* dk = dq + C;
-      S* dv = dq + 2 * C;
-      const S* a = att + bh * T * T;
-      const S* dy = dout + b * T * C + h * hd;
-      // q and k were rotated in place: their gradients gather in scratch and are rotated back
-      // at the end; otherwise they go straight into dqkv
-      S* gq = Hooks::rotates_qk ? dq_rotated : dq;
-      S* gk = Hooks::rotates_qk ? dk_rotated : dk;
-      const std::size_t ldg = Hooks::rotates_qk ? hd : C3;
-      if constexpr (Hooks::rotates_qk) std::fill(dq_rotated, dq_rotated + 2 * T * hd, S(0));
-      if (overwrite)
-        for (std::size_t t = 0; t < T; ++t)
-          for (S* g : {dq + t * C3, dk + t * C3, dv + t * C3}) std::fill(g, g + hd, S(0));
-      for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
-        const std::size_t rows = std::min(attention_block, T - i0);
-        const std::size_t keys = causal ? i0 + rows : T;
-        const S* ablock = a + i0 * T;
-        // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy
-        gemm<S>(false, true, rows, keys, hd, S(1), dy + i0 * C, C, v, C3, S(0), dscores, T);
-        gemm<S>(true, false, keys, hd, rows, S(1), ablock, T, dy + i0 * C, C, S(1), dv, C3);
-        // a = softmax(s) row by row  →  ds = a ⊙ (da − Σ a·da), zero past the mask
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::size_t n = causal ? i0 + r + 1 : T;
-          S* drow = dscores + r * T;
-          softmax_row_backward(drow, ablock + r * T, n);
-          std::fill(drow + n, drow + keys, S(0));
+  const std::size_t hd = C / H;
+  const std::size_t C3 = 3 * C;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  const std::size_t threads = max_parallel_threads();
+  const std::size_t per_thread = attention_block * T + 2 * T * hd;
+  // (threads, H, T, T): each thread's sum of ds over its sequences, for the bias parameters
+  S* const dbias_all = scratch + threads * per_thread;
+  if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
+  parallel_for_each(B * H, [&](std::size_t bh) {
+    const std::size_t b = bh / H, h = bh % H;
+    const std::size_t thread = parallel_thread_index();
+    S* dscores = scratch + thread * per_thread;     // (attention_block, T)
+    S* dq_rotated = dscores + attention_block * T;  // (T, hd)
+    S* dk_rotated = dq_rotated + T * hd;            // (T, hd)
+    S* dbias = dbias_all + (thread * H + h) * T * T;  // (T, T)
+    const S* q = qkv + b * T * C3 + h * hd;
+    const S* k = q + C;
+    const S* v = q + 2 * C;
+    S* dq = dqkv + b * T * C3 + h * hd;
+    S* dk = dq + C;
+    S* dv = dq + 2 * C;
+    const S* a = att + bh * T * T;
+    const S* dy = dout + b * T * C + h * hd;
+    // q and k were rotated in place: their gradients gather in scratch and are rotated back
+    // at the end; otherwise they go straight into dqkv
+    S* gq = Hooks::rotates_qk ? dq_rotated : dq;
+    S* gk = Hooks::rotates_qk ? dk_rotated : dk;
+    const std::size_t ldg = Hooks::rotates_qk ? hd : C3;
+    if constexpr (Hooks::rotates_qk) std::fill(dq_rotated, dq_rotated + 2 * T * hd, S(0));
+    if (overwrite)
+      for (std::size_t t = 0; t < T; ++t)
+        for (S* g : {dq + t * C3, dk + t * C3, dv + t * C3}) std::fill(g, g + hd, S(0));
+    for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
+      const std::size_t rows = std::min(attention_block, T - i0);
+      const std::size_t keys = causal ? i0 + rows : T;
+      const S* ablock = a + i0 * T;
+      // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy
+      gemm<S>(false, true, rows, keys, hd, S(1), dy + i0 * C, C, v, C3, S(0), dscores, T);
+      gemm<S>(true, false, keys, hd, rows, S(1), ablock, T, dy + i0 * C, C, S(1), dv, C3);
+      // a = softmax(s) row by row  →  ds = a ⊙ (da − Σ a·da), zero past the mask
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t n = causal ? i0 + r + 1 : T;
+        S* drow = dscores + r * T;
+        softmax_row_backward(drow, ablock + r * T, n);
+        std::fill(drow + n, drow + keys, S(0));
+        // s += bias(h,i,j)  →  the bias parameters receive Σ over sequences of ds (after the loop)
+        if constexpr (Hooks::has_bias_parameters) {
+          S* sum = dbias + (i0 + r) * T;
+          for (std::size_t j = 0; j < n; ++j) sum[j] += drow[j];
         }
-        // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
-        gemm<S>(false, false, rows, hd, keys, scale, dscores, T, k, C3, S(1), gq + i0 * ldg, ldg);
-        gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
       }
-      if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
-    });
+      // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
+      gemm<S>(false, false, rows, hd, keys, scale, dscores, T, k, C3, S(1), gq + i0 * ldg, ldg);
+      gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
+    }
+    if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
+  });
+  if constexpr (Hooks::has_bias_parameters) {
+    // the threads' sums into thread 0's, then each (head, query) row once into the shared gradients
+    for (std::size_t t = 1; t < threads; ++t) {
+      const S* part = dbias_all + t * H * T * T;
+      for (std::size_t e = 0; e < H * T * T; ++e) dbias_all[e] += part[e];
+    }
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < T; ++i) hooks.bias_backward(dbias_all + (h * T + i) * T, h, i, causal ? i + 1 : T);
+    if constexpr (requires { hooks.finish_backward(); }) hooks.finish_backward();
   }
 }
 

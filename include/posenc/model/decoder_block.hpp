@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
@@ -52,14 +53,16 @@ struct BlockScratch {
   std::vector<S> dres1;      // (N,D)
   std::vector<S> small;      // (N,D)
   std::vector<S> big;        // (N,4D)
-  std::vector<S> attention;  // fast::attention_scratch_size(T, D, H, threads)
+  std::vector<S> attention;  // fast::attention_scratch_size(T, D, H, threads, bias_parameters)
 
-  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H) {
+  // bias_parameters: the blocks' position hooks have trainable bias parameters
+  // (DecoderBlock::has_bias_parameters), whose gradients need more attention scratch.
+  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool bias_parameters) {
     const std::size_t N = B * T;
     dres1.resize(N * D);
     small.resize(N * D);
     big.resize(N * 4 * D);
-    attention.resize(fast::attention_scratch_size(T, D, H, max_parallel_threads()));
+    attention.resize(fast::attention_scratch_size(T, D, H, max_parallel_threads(), bias_parameters));
   }
 };
 
@@ -96,6 +99,9 @@ class DecoderBlock {
   using Activations = BlockActivations<S>;
   using Scratch = BlockScratch<S>;
   using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
+  // Whether the hooks PositionHooks::bind returns train bias parameters (BlockScratch needs to know).
+  static constexpr bool has_bias_parameters =
+      decltype(std::declval<PositionHooks&>().bind(std::declval<ParameterStore<S>&>(), 0))::has_bias_parameters;
 
   // causal = false makes a bidirectional block (used by the tests to show what the mask hides).
   DecoderBlock(ParameterTable& table, std::size_t layer, std::size_t context, bool causal = true)
