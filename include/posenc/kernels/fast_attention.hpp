@@ -95,7 +95,6 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     S* dscores = scratch + thread * per_thread;     // (attention_block, T)
     S* dq_rotated = dscores + attention_block * T;  // (T, hd)
     S* dk_rotated = dq_rotated + T * hd;            // (T, hd)
-    S* dbias = dbias_all + (thread * H + h) * T * T;  // (T, T)
     const S* q = qkv + b * T * C3 + h * hd;
     const S* k = q + C;
     const S* v = q + 2 * C;
@@ -128,7 +127,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
         std::fill(drow + n, drow + keys, S(0));
         // s += bias(h,i,j)  →  the bias parameters receive Σ over sequences of ds (after the loop)
         if constexpr (Hooks::has_bias_parameters) {
-          S* sum = dbias + (i0 + r) * T;
+          S* sum = dbias_all + ((thread * H + h) * T + i0 + r) * T;
           for (std::size_t j = 0; j < n; ++j) sum[j] += drow[j];
         }
       }
