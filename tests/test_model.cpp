@@ -2,6 +2,7 @@
 // determinism, learning and bad input, for every positional-encoding policy.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -208,6 +209,29 @@ TEST_CASE("FIRE's gradients match finite differences for queries on both sides o
     CHECK(analytic_one != 0.0);
     CHECK(analytic_one == Approx((up - down) / (2 * h)).epsilon(1e-6));
   }
+}
+
+TEST_CASE("the thread count may grow between a forward and its backward") {
+  struct RestoreThreads {
+    ~RestoreThreads() { set_num_threads(default_num_threads()); }
+  } restore;
+  // T5's backward takes the most attention scratch per thread (an (H, T, T) share each)
+  TinyModel<T5Bias> model(7, 6, 3);
+  perturb_parameters(model, 4);
+  const Tokens x = random_tokens(4, 6, 7, 5), y = random_tokens(4, 6, 7, 6);
+  auto gradients_with = [&](int forward_threads, int backward_threads) {
+    model.zero_grad();
+    set_num_threads(forward_threads);
+    model.loss(x, y);
+    set_num_threads(backward_threads);
+    model.backward();
+    return std::vector<double>(model.gradients().data(), model.gradients().data() + model.parameter_count());
+  };
+  const std::vector<double> one_thread = gradients_with(1, 1);
+  const std::vector<double> grown = gradients_with(1, 3);
+  double worst = 0;
+  for (std::size_t i = 0; i < one_thread.size(); ++i) worst = std::max(worst, std::abs(grown[i] - one_thread[i]));
+  CHECK(worst < 1e-12);
 }
 
 TEMPLATE_TEST_CASE("causality: changing token t never changes the logits before t", "", POSENC_ALL_POLICIES) {

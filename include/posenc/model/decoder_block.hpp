@@ -210,6 +210,10 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: attention");
       auto hooks = position_.bind(store, T);
+      // the kernel takes one share of scratch per thread: grow it if the thread count has grown
+      // since the scratch was sized
+      const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(), has_bias_parameters);
+      if (sc.attention.size() < needed) sc.attention.resize(needed);
       fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(),
                                B, T, Dim, Heads, hooks, causal_, true);
     }
