@@ -142,7 +142,7 @@ TEMPLATE_TEST_CASE("a DecoderBlock's gradients match finite differences for a ra
   BlockActivations<double> act;
   BlockScratch<double> scratch;
   act.resize(B, T, D, H);
-  scratch.resize(B, T, D, H, decltype(block)::has_bias_parameters);
+  scratch.resize(B, T, D);
   block.forward(out.data(), inp.data(), act, store, B, T);
   block.backward(dinp.data(), up.data(), inp.data(), act, scratch, store, B, T);
   const std::vector<double> dparams(store.grads.data(), store.grads.data() + store.grads.size());

@@ -293,7 +293,7 @@ class CharTransformer {
     ws_.dlnf.resize(N * Dim);
     ws_.dx.resize(N * Dim);
     ws_.dx_next.resize(N * Dim);
-    ws_.scratch.resize(ws_.chunk, T, Dim, Heads, Block::has_bias_parameters);
+    ws_.scratch.resize(ws_.chunk, T, Dim);
   }
 
   // Forward for sequences [b0, b0+n) of the batch: saves their activations, writes their logits.

@@ -5,7 +5,6 @@
 #include <concepts>
 #include <cstddef>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
@@ -53,16 +52,15 @@ struct BlockScratch {
   std::vector<S> dres1;      // (N,D)
   std::vector<S> small;      // (N,D)
   std::vector<S> big;        // (N,4D)
-  std::vector<S> attention;  // fast::attention_scratch_size(T, D, H, threads, bias_parameters)
+  // fast::attention_scratch_size(T, D, H, threads, the hooks' has_bias_parameters): sized by
+  // DecoderBlock::backward, which knows the hooks and the thread count at the moment it runs
+  std::vector<S> attention;
 
-  // bias_parameters: the blocks' position hooks have trainable bias parameters
-  // (DecoderBlock::has_bias_parameters), whose gradients need more attention scratch.
-  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool bias_parameters) {
+  void resize(std::size_t B, std::size_t T, std::size_t D) {
     const std::size_t N = B * T;
     dres1.resize(N * D);
     small.resize(N * D);
     big.resize(N * 4 * D);
-    attention.resize(fast::attention_scratch_size(T, D, H, max_parallel_threads(), bias_parameters));
   }
 };
 
@@ -99,9 +97,6 @@ class DecoderBlock {
   using Activations = BlockActivations<S>;
   using Scratch = BlockScratch<S>;
   using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
-  // Whether the hooks PositionHooks::bind returns train bias parameters (BlockScratch needs to know).
-  static constexpr bool has_bias_parameters =
-      decltype(std::declval<PositionHooks&>().bind(std::declval<ParameterStore<S>&>(), 0))::has_bias_parameters;
 
   // causal = false makes a bidirectional block (used by the tests to show what the mask hides).
   DecoderBlock(ParameterTable& table, std::size_t layer, std::size_t context, bool causal = true)
@@ -210,9 +205,10 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: attention");
       auto hooks = position_.bind(store, T);
-      // the kernel takes one share of scratch per thread: grow it if the thread count has grown
-      // since the scratch was sized
-      const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(), has_bias_parameters);
+      // one share of scratch per thread of this moment (the count may have changed since the
+      // forward); it grows on the first step only, unless the thread count or T grows
+      const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(),
+                                                              decltype(hooks)::has_bias_parameters);
       if (sc.attention.size() < needed) sc.attention.resize(needed);
       fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(),
                                B, T, Dim, Heads, hooks, causal_, true);
