@@ -43,8 +43,16 @@ inline std::vector<double> numeric_gradient(double* x, std::size_t n, const std:
   return numeric;
 }
 
-// ‖analytic − numeric‖ / max(‖analytic‖, ‖numeric‖) over n entries; 0 when both are 0.
-inline double relative_error(const double* analytic, const double* numeric, std::size_t n) {
+// How an analytic gradient compares with a numeric one over n entries: the relative error
+// ‖analytic − numeric‖ / max(‖analytic‖, ‖numeric‖) (‖analytic − numeric‖ when both are 0) and the
+// two norms.
+struct GradientComparison {
+  double error = 0;
+  double analytic_norm = 0;
+  double numeric_norm = 0;
+};
+
+inline GradientComparison compare_gradients(const double* analytic, const double* numeric, std::size_t n) {
   double diff2 = 0, a2 = 0, n2 = 0;
   for (std::size_t i = 0; i < n; ++i) {
     diff2 += (analytic[i] - numeric[i]) * (analytic[i] - numeric[i]);
@@ -52,7 +60,11 @@ inline double relative_error(const double* analytic, const double* numeric, std:
     n2 += numeric[i] * numeric[i];
   }
   const double scale = std::sqrt(std::max(a2, n2));
-  return scale == 0 ? std::sqrt(diff2) : std::sqrt(diff2) / scale;
+  return {scale == 0 ? std::sqrt(diff2) : std::sqrt(diff2) / scale, std::sqrt(a2), std::sqrt(n2)};
+}
+
+inline double relative_error(const double* analytic, const double* numeric, std::size_t n) {
+  return compare_gradients(analytic, numeric, n).error;
 }
 
 inline double gradient_relative_error(double* x, std::size_t n, const double* analytic,
@@ -78,14 +90,9 @@ inline std::vector<TensorGradientCheck> gradient_check_per_tensor(const posenc::
   const std::vector<double> numeric = numeric_gradient(values, table.total_size(), f, h);
   std::vector<TensorGradientCheck> checks;
   for (const posenc::ParameterInfo& e : table.entries()) {
-    const double* a = analytic + e.slot.offset;
-    const double* n = numeric.data() + e.slot.offset;
-    double a2 = 0, n2 = 0;
-    for (std::size_t i = 0; i < e.slot.size; ++i) {
-      a2 += a[i] * a[i];
-      n2 += n[i] * n[i];
-    }
-    checks.push_back({e.name, relative_error(a, n, e.slot.size), std::sqrt(a2), std::sqrt(n2)});
+    const GradientComparison c =
+        compare_gradients(analytic + e.slot.offset, numeric.data() + e.slot.offset, e.slot.size);
+    checks.push_back({e.name, c.error, c.analytic_norm, c.numeric_norm});
   }
   return checks;
 }
