@@ -1,4 +1,4 @@
-// Element-wise and row kernels at the study model's shapes (N = 32·128 rows): layer norm, GELU, softmax cross-entropy and AdamW in bytes/s; OpenBLAS sgemm on the model's GEMM shapes in FLOP/s.
+// Element-wise and row kernels at the study model's shapes (N = 32·128 rows): layer norm, GELU, softmax cross-entropy and AdamW in bytes/s (the GEMMs are in bench_gemm).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -95,22 +95,6 @@ void adamw(benchmark::State& state) {
   bytes_rate(state, 4.0 * n * 7);  // p, m, v read and written, g read
 }
 
-// C (M,N) = op(A)·op(B): the model's products, one OpenBLAS call on every thread's share of the
-// output (parallel_gemm, as the model runs them). args: M, N, K, transpose A, transpose B.
-void sgemm(benchmark::State& state) {
-  posenc_bench::setup_threads();
-  const auto m = static_cast<std::size_t>(state.range(0)), n = static_cast<std::size_t>(state.range(1)),
-             k = static_cast<std::size_t>(state.range(2));
-  const bool ta = state.range(3) != 0, tb = state.range(4) != 0;
-  const auto a = posenc_bench::random_floats(m * k, 8), b = posenc_bench::random_floats(k * n, 9);
-  std::vector<float> c(m * n);
-  for (auto _ : state) {
-    parallel_gemm<float>(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
-    benchmark::DoNotOptimize(c.data());
-  }
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
-}
-
 }  // namespace
 
 BENCHMARK_TEMPLATE(layernorm_fwd_bwd, true)->Name("layernorm/fast")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
@@ -120,14 +104,4 @@ BENCHMARK_TEMPLATE(gelu_fwd_bwd, false)->Name("gelu/reference")->UseRealTime()->
 BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, true)->Name("cross_entropy/fast")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, false)->Name("cross_entropy/reference")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK(adamw)->Name("adamw")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-// Forward x·Wᵀ of qkv, mlp fc and mlp proj; their backward dx = dy·W and dW = dyᵀ·x; and one
-// head-sized product (q·kᵀ at T = 128, hd = 48, one thread: below parallel_gemm's threshold).
-BENCHMARK(sgemm)->Name("sgemm/qkv")->Args({4096, 576, 192, 0, 1})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/mlp_fc")->Args({4096, 768, 192, 0, 1})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/mlp_proj")->Args({4096, 192, 768, 0, 1})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/mlp_fc_dx")->Args({4096, 192, 768, 0, 0})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/mlp_fc_dw")->Args({768, 192, 4096, 1, 0})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/mlp_proj_dw")->Args({192, 768, 4096, 1, 0})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(sgemm)->Name("sgemm/head_qk")->Args({128, 128, 48, 0, 1})->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-
 BENCHMARK_MAIN();

@@ -25,11 +25,15 @@ Tokens random_tokens(std::size_t B, std::size_t T, std::uint64_t seed) {
   return t;
 }
 
-// zero_grad, forward, loss, backward and an AdamW step at B = 32, T = 128.
-template <class Policy>
+// zero_grad, forward, loss, backward and an AdamW step at B = 32, T = 128, fp32 or bf16 GEMMs.
+template <class Policy, Precision P = Precision::fp32>
 void train_step(benchmark::State& state) {
   posenc_bench::setup_threads();
-  StudyTransformer<Policy> model(study_vocab, study_context);
+  if (const auto reason = bf16_unsupported_reason(); P == Precision::bf16 && reason) {
+    state.SkipWithError(reason->c_str());
+    return;
+  }
+  StudyTransformer<Policy> model(ModelConfig{.vocab_size = study_vocab, .context = study_context, .precision = P});
   auto optimizer = model.make_optimizer();
   const Tokens x = random_tokens(study_batch, study_context, 1);
   const Tokens y = random_tokens(study_batch, study_context, 2);
@@ -105,6 +109,8 @@ BENCHMARK_TEMPLATE(train_step, Sinusoidal)->Name("train_step<Sinusoidal>")->Unit
 BENCHMARK_TEMPLATE(train_step, RoPE)->Name("train_step<RoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(train_step, ALiBi)->Name("train_step<ALiBi>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope)->Name("train_step<ALiBiSingleSlope>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, RoPE, Precision::bf16)->Name("train_step_bf16<RoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope, Precision::bf16)->Name("train_step_bf16<ALiBiSingleSlope>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(generate_tokens, true)->Name("generate/cached")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(generate_tokens, false)->Name("generate/recompute")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK(evaluate_validation)->Name("evaluate/full_validation_pass")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);

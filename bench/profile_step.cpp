@@ -1,5 +1,5 @@
 // profile_step: where the time of one training step of the study model goes, kernel by kernel (the model's POSENC_PROFILE_SCOPE regions).
-//   profile_step [--policy rope] [--steps 20] [--warmup 3]      threads from POSENC_NUM_THREADS
+//   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16]   threads from POSENC_NUM_THREADS
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,9 +15,11 @@
 namespace {
 
 template <class Policy>
-int run(int steps, int warmup) {
+int run(int steps, int warmup, posenc::Precision precision) {
   using namespace posenc;
-  StudyTransformer<Policy> model(posenc_bench::study_vocab, posenc_bench::study_context);
+  StudyTransformer<Policy> model(ModelConfig{.vocab_size = posenc_bench::study_vocab,
+                                             .context = posenc_bench::study_context,
+                                             .precision = precision});
   auto optimizer = model.make_optimizer();
   Rng rng(7);
   Tokens x({posenc_bench::study_batch, posenc_bench::study_context}), y(x.shape());
@@ -30,8 +32,10 @@ int run(int steps, int warmup) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<ProfileEntry> entries = profile_entries();
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-  std::printf("%s, %d threads: %.1f ms per training step, %.0f tokens/s (%d steps after %d warm-up)\n",
-              std::string(Policy::name).c_str(), num_threads(), 1e3 * total / steps,
+  const GemmReport gemm = describe_gemm();
+  std::printf("%s, %s, %s GEMMs (%s), %d threads: %.1f ms per training step, %.0f tokens/s (%d steps after %d warm-up)\n",
+              std::string(Policy::name).c_str(), precision_name(precision), gemm.backend.c_str(), gemm.kernel.c_str(),
+              num_threads(), 1e3 * total / steps,
               static_cast<double>(posenc_bench::study_batch * posenc_bench::study_context) * steps / total,
               steps, warmup);
   std::printf("| region | ms per step | share |\n|---|---:|---:|\n");
@@ -50,6 +54,7 @@ int run(int steps, int warmup) {
 int main(int argc, char** argv) {
   std::string policy = "rope";
   int steps = 20, warmup = 3;
+  std::string precision_text = "fp32";
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) {
@@ -59,8 +64,9 @@ int main(int argc, char** argv) {
     if (arg == "--policy") policy = argv[++i];
     else if (arg == "--steps") steps = std::atoi(argv[++i]);
     else if (arg == "--warmup") warmup = std::atoi(argv[++i]);
+    else if (arg == "--precision") precision_text = argv[++i];
     else {
-      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup)\n", argv[i]);
+      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision)\n", argv[i]);
       return 2;
     }
   }
@@ -69,12 +75,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (policy == "nope") return run<posenc::NoPE>(steps, warmup);
-    if (policy == "learned") return run<posenc::Learned>(steps, warmup);
-    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup);
-    if (policy == "rope") return run<posenc::RoPE>(steps, warmup);
-    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup);
-    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup);
+    const posenc::Precision precision = posenc::parse_precision(precision_text);
+    if (policy == "nope") return run<posenc::NoPE>(steps, warmup, precision);
+    if (policy == "learned") return run<posenc::Learned>(steps, warmup, precision);
+    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup, precision);
+    if (policy == "rope") return run<posenc::RoPE>(steps, warmup, precision);
+    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup, precision);
+    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup, precision);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "profile_step: %s\n", e.what());
     return 2;

@@ -2,7 +2,7 @@
 """The study's training step in PyTorch, for comparing with posenc on the same machine.
 
     /usr/bin/python3 bench/pytorch_baseline.py [--policies rope,alibi,...] [--threads 1,2] [--steps 10]
-                                               [--repeats 3] [--blas-threads N]
+                                               [--repeats 3] [--blas-threads N] [--precision fp32|bf16]
     /usr/bin/python3 bench/pytorch_baseline.py --rss-steps 1000 --policies rope --threads 2
 
 The model is posenc's (tools/posenc_torch.py describes the same one, forward only): token
@@ -12,7 +12,9 @@ final LayerNorm, untied lm_head with bias, nanoGPT's initialisation; one step is
 forward, cross-entropy, backward and torch.optim.AdamW (lr 1e-3, weight decay 0.01) at
 B = 32, T = 128, V = 65. Prints one JSON object per (policy, threads) with the tokens/s of the
 fastest of --repeats blocks of --steps steps (after 3 warm-up steps), and with --rss-steps the peak
-resident memory (ru_maxrss) after that many steps. torch.set_num_threads sets PyTorch's OpenMP
+resident memory (ru_maxrss) after that many steps. --precision bf16 runs the forward and the loss
+under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own mixed precision (fp32 weights and
+optimizer, bf16 matmuls). torch.set_num_threads sets PyTorch's OpenMP
 threads; Debian's torch calls OpenBLAS for its GEMMs, whose own threads --blas-threads sets
 (OPENBLAS_NUM_THREADS, before torch loads); OMP_WAIT_POLICY in the environment also matters. Needs Debian's
 python3-torch (scripts/install-deps.sh --bench), hence /usr/bin/python3.
@@ -126,7 +128,7 @@ class Model(torch.nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def make_step(policy, batch, context, seed=1337):
+def make_step(policy, batch, context, precision="fp32", seed=1337):
     torch.manual_seed(seed)
     model = Model(policy, context=context)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
@@ -136,7 +138,8 @@ def make_step(policy, batch, context, seed=1337):
 
     def step():
         optimizer.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         loss.backward()
         optimizer.step()
         return loss.item()
@@ -154,13 +157,15 @@ def main():
     parser.add_argument("--rss-steps", type=int, default=0, help="run this many steps and report peak RSS")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--context", type=int, default=128)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="bf16: torch.autocast on the CPU with bfloat16")
     args = parser.parse_args()
     for policy in args.policies.split(","):
         if policy not in POLICIES:
             sys.exit(f"pytorch_baseline.py: unknown policy '{policy}' (expected one of {', '.join(POLICIES)})")
         for threads in (int(t) for t in args.threads.split(",")):
             torch.set_num_threads(threads)
-            step = make_step(policy, args.batch, args.context)
+            step = make_step(policy, args.batch, args.context, args.precision)
             if args.rss_steps:
                 t0 = time.perf_counter()
                 for _ in range(args.rss_steps):
@@ -181,6 +186,8 @@ def main():
                 "threads": threads,
                 "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "default"),
+                "precision": args.precision,
                 "steps": steps,
                 "seconds_per_step": seconds / steps,
                 "tokens_per_second": args.batch * args.context * steps / seconds,

@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ca-certificates curl python3
   libxtensor-dev libxtensor-blas-dev xtl-dev liblapack-dev libopenblas-dev
   catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev   # oneDNN, the default float GEMM backend (its CMake package needs OpenCL's)
 )
 for arg in "$@"; do
   case "$arg" in

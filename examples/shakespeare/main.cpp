@@ -19,6 +19,7 @@
 #include <posenc/transformer.hpp>
 
 #include "../common/any_model.hpp"
+#include "../common/compute.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -30,6 +31,7 @@ struct TrainOptions {
   examples::ModelShape model;
   posenc::TrainConfig config;
   double embedding_std = posenc::init_std;
+  std::string precision = "fp32";  // of the training GEMMs (posenc::Precision)
   std::string data = default_data;
   std::string out;
   bool resume = false;
@@ -59,7 +61,7 @@ nlohmann::json config_to_json(const TrainOptions& o) {
           {"heads", o.model.heads},   {"steps", c.steps},         {"batch", c.batch},
           {"context", c.context},     {"lr", c.lr},               {"weight_decay", c.weight_decay},
           {"eval_every", c.eval_every}, {"eval_iters", c.eval_iters}, {"seed", c.seed},
-          {"embedding_std", o.embedding_std}, {"data", o.data}};
+          {"embedding_std", o.embedding_std}, {"precision", o.precision}, {"data", o.data}};
 }
 
 TrainOptions config_from_json(const nlohmann::json& j, const std::string& where) {
@@ -76,6 +78,8 @@ TrainOptions config_from_json(const nlohmann::json& j, const std::string& where)
     o.config.eval_iters = j.at("eval_iters").get<std::size_t>();
     o.config.seed = j.at("seed").get<std::uint64_t>();
     o.embedding_std = j.value("embedding_std", posenc::init_std);  // runs made before the option
+    o.precision = j.value("precision", std::string("fp32"));       // likewise
+    posenc::parse_precision(o.precision);
     o.data = j.at("data").get<std::string>();
     return o;
   } catch (const nlohmann::json::exception& e) {
@@ -133,13 +137,17 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  options.config.context + 1);
   if (root) {
     std::filesystem::create_directories(run.dir());
-    posenc::write_file_atomically(config_path, config_to_json(options).dump(2) + "\n");
+    nlohmann::json config = config_to_json(options);
+    config["compute"] = examples::compute_json();  // this session's machine; not read back on resume
+    posenc::write_file_atomically(config_path, config.dump(2) + "\n");
+    std::printf("%s\n", examples::compute_summary().c_str());
   }
 
   const auto model = examples::make_model(options.model, posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                                            .context = options.config.context,
                                                                            .seed = options.config.seed,
-                                                                           .embedding_std = options.embedding_std});
+                                                                           .embedding_std = options.embedding_std,
+                                                                           .precision = posenc::parse_precision(options.precision)});
   if (root)
     std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
                 options.resume ? "resuming" : "training", options.model.posenc.c_str(), model->parameter_count(),
@@ -193,9 +201,9 @@ void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& i
                       const EvalOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
-    std::printf("%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
+    std::printf("%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
                 "%8s  %16s  %22s\n",
-                o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
+                examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
                 data.val().size() - 1, "length", "non-overlapping", "sliding window");
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
@@ -211,7 +219,8 @@ void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& i
   }
   if (o.json)
     std::printf("%s\n", nlohmann::json{{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
-                                        {"trained_context", info.context}, {"split", "val"}, {"lengths", rows}}
+                                        {"trained_context", info.context}, {"split", "val"}, {"lengths", rows},
+                                        {"compute", examples::compute_json()}}
                              .dump(2)
                              .c_str());
 }
@@ -248,9 +257,11 @@ int evaluate(const EvalOptions& o) {
   }
   result["train_loss"] = train_loss;
   result["val_loss"] = val_loss;
+  result["compute"] = examples::compute_json();
   if (o.json) {
     std::printf("%s\n", result.dump(2).c_str());
   } else {
+    std::printf("%s\n", examples::compute_summary().c_str());
     std::printf("%s (%s, step %lld), context %zu, %s\n", o.checkpoint.c_str(), info.policy.c_str(),
                 static_cast<long long>(info.step), context,
                 o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
@@ -322,6 +333,10 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--embedding-std", t.embedding_std,
                         "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--precision", t.precision,
+                        "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
+                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   train_cmd->add_option("--data", t.data, "Training text (any file)")->capture_default_str();
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
@@ -371,7 +386,7 @@ int main(int argc, char** argv) {
     if (*train_cmd) {
       if (t.resume) {
         for (const char* name : {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay",
-                                 "--embedding-std", "--eval-every", "--eval-iters", "--data", "--layers", "--dim",
+                                 "--embedding-std", "--precision", "--eval-every", "--eval-iters", "--data", "--layers", "--dim",
                                  "--heads"})
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,

@@ -23,6 +23,7 @@
 #include <posenc/transformer.hpp>
 
 #include "../common/any_model.hpp"
+#include "../common/compute.hpp"
 #include "../common/duration.hpp"
 #include "../common/world.hpp"
 
@@ -168,7 +169,8 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
                                           posenc::ModelConfig{.vocab_size = data.vocab_size(),
                                                               .context = train.context,
                                                               .seed = spec.seed,
-                                                              .embedding_std = design.embedding_std});
+                                                              .embedding_std = design.embedding_std,
+                                                              .precision = design.precision});
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
@@ -321,7 +323,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
   posenc::StudyDesign design;
   std::string variants = "learned,sinusoidal,rope,alibi-single", seeds = "1337,2024,42", extended_seeds = "1337";
-  std::string data = "data/tinyshakespeare/input.txt", out = "runs/study";
+  std::string data = "data/tinyshakespeare/input.txt", out = "runs/study", precision = "fp32";
   std::string extrapolate;
   int jobs = 1, threads = 0;
   bool summary_only = false;
@@ -343,6 +345,10 @@ int main(int argc, char** argv) {
   app.add_option("--embedding-std", design.embedding_std,
                  "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--precision", precision,
+                 "The training GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
+                 "AVX512_BF16 or AMX)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
   app.add_option("--layers", design.layers, "Transformer blocks")->capture_default_str();
   app.add_option("--dim", design.dim, "Model width")->capture_default_str();
   app.add_option("--heads", design.heads, "Attention heads")->capture_default_str();
@@ -395,6 +401,7 @@ int main(int argc, char** argv) {
     }
     reject_repeats(design.extrapolate, "--extrapolate");
     design.data = data;
+    design.precision = posenc::parse_precision(precision);
     const std::string text = posenc::read_text_file(data);
     const posenc::CharDataset dataset(text);
     const std::string digest = data_digest(text);
@@ -426,6 +433,7 @@ int main(int argc, char** argv) {
       pending_steps += spec.steps > design.steps ? spec.steps - design.steps : spec.steps;
     }
     if (summary_only) pending.clear();
+    std::printf("%s\n", examples::compute_summary().c_str());
     std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d %s × %d thread(s) -> %s\n",
                 plan.size(), plan.size() - pending.size(), pending.size(), world.size() > 1 ? world.size() : jobs,
                 world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());

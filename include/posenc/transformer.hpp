@@ -19,9 +19,11 @@
 #include "posenc/kernels/fast_softmax.hpp"
 #include "posenc/kernels/gelu.hpp"
 #include "posenc/kernels/gemm.hpp"
+#include "posenc/kernels/gemm_report.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
 #include "posenc/kernels/parallel.hpp"
+#include "posenc/kernels/precision.hpp"
 #include "posenc/kernels/profile.hpp"
 
 #include "posenc/encodings/alibi.hpp"

@@ -12,6 +12,7 @@
 #include "posenc/config.hpp"
 #include "posenc/data/tokenizer.hpp"
 #include "posenc/io/safetensors.hpp"
+#include "posenc/kernels/precision.hpp"
 #include "posenc/model/parameters.hpp"
 #include "posenc/train/adamw.hpp"
 
@@ -27,6 +28,7 @@ struct CheckpointInfo {
   std::string vocabulary;  // the symbols (bytes) in id order
   std::int64_t step = 0;
   std::uint64_t seed = 0;
+  Precision precision = Precision::fp32;  // of the training GEMMs; the parameters are F32 either way
 };
 
 namespace detail {
@@ -90,6 +92,14 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
   info.vocabulary = detail::vocabulary_from_json(detail::metadata_field(file, "vocab"), file.source());
   info.step = static_cast<std::int64_t>(detail::metadata_number(file, "step"));
   info.seed = detail::metadata_number(file, "seed");
+  // checkpoints written before bf16 training existed have no entry: they were trained in fp32
+  if (const auto it = file.metadata().find("precision"); it != file.metadata().end()) {
+    try {
+      info.precision = parse_precision(it->second);
+    } catch (const Error& e) {
+      fail("checkpoint '", file.source(), "': metadata 'precision': ", e.what());
+    }
+  }
   if (info.layers == 0 || info.dim == 0 || info.heads == 0 || info.context == 0)
     fail("checkpoint '", file.source(), "': layers, dim, heads and context must be positive");
   return info;
@@ -114,6 +124,7 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("vocab", detail::vocabulary_to_json(tokenizer.symbols()));
   writer.add_metadata("step", std::to_string(step));
   writer.add_metadata("seed", std::to_string(seed));
+  writer.add_metadata("precision", precision_name(model.config().precision));
   for (const ParameterInfo& e : model.parameter_table().entries())
     writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);
   writer.write(path);

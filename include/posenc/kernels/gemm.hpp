@@ -1,26 +1,224 @@
-// gemm(): row-major C = alpha·op(A)·op(B) + beta·C over raw buffers, through xtensor-blas's cxxblas (OpenBLAS).
+// gemm(): row-major C = alpha·op(A)·op(B) + beta·C over raw buffers, the one place posenc calls a GEMM library.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include <xtensor-blas/xblas.hpp>
 
+#include "posenc/config.hpp"
+#include "posenc/kernels/precision.hpp"
+
+#if defined(POSENC_GEMM_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_debug.h>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace posenc {
 
-// a (M,K) or (K,M) if trans_a, b (K,N) or (N,K) if trans_b, c (M,N); lda/ldb/ldc are row strides,
-// so a head's slice of a wider row (a q inside qkv) is used in place, without a copy.
+// Which library computes float GEMMs, fixed when posenc is configured (CMake's
+// POSENC_GEMM_BACKEND): oneDNN where it is installed, since its kernels are chosen from the CPU's
+// instruction set at run time, OpenBLAS otherwise. Double GEMMs (the gradient checks) always use
+// OpenBLAS, the one backend with a dgemm.
+enum class GemmBackend { openblas, onednn };
+
+#if defined(POSENC_GEMM_ONEDNN)
+inline constexpr GemmBackend gemm_backend = GemmBackend::onednn;
+#else
+inline constexpr GemmBackend gemm_backend = GemmBackend::openblas;
+#endif
+
+inline constexpr const char* gemm_backend_name(GemmBackend backend) {
+  return backend == GemmBackend::onednn ? "onednn" : "openblas";
+}
+
+// Why bf16 GEMMs cannot run in this build or on this CPU, or nothing when they can.
+inline std::optional<std::string> bf16_unsupported_reason();
+
+namespace gemm_backends {
+
+// a (M,K) or (K,M) if trans_a, b (K,N) or (N,K) if trans_b, c (M,N); as posenc::gemm
 template <std::floating_point S>
-void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
-          const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
+void openblas(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
+              const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc) {
   using index = xt::blas_index_t;
-  if (m == 0 || n == 0) return;
   cxxblas::gemm<index>(cxxblas::StorageOrder::RowMajor,
                        trans_a ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans,
                        trans_b ? cxxblas::Transpose::Trans : cxxblas::Transpose::NoTrans,
                        static_cast<index>(m), static_cast<index>(n), static_cast<index>(k), alpha, a,
                        static_cast<index>(lda), b, static_cast<index>(ldb), beta, c,
                        static_cast<index>(ldc));
+}
+
+#if defined(POSENC_GEMM_ONEDNN)
+// dnnl_sgemm is row-major, like posenc. One call runs on the calling thread alone, as OpenBLAS's
+// do (threads.hpp): posenc splits GEMMs over its threads itself (parallel.hpp). Inside those
+// regions oneDNN's OpenMP runtime does not nest; outside them it would take OpenMP's thread count,
+// which costs more than it gains on the small products posenc leaves unsplit.
+inline void onednn(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                   float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                   float beta, float* c, std::size_t ldc) {
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+#if defined(_OPENMP)
+  struct OneThread {  // OpenMP's thread count is this thread's own setting: restored on return
+    int saved = omp_get_max_threads();
+    OneThread() { if (saved > 1) omp_set_num_threads(1); }
+    ~OneThread() { if (saved > 1) omp_set_num_threads(saved); }
+  } one_thread;
+#endif
+  const dnnl_status_t status =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
+                 dim(lda), b, dim(ldb), beta, c, dim(ldc));
+  if (status != dnnl_success)
+    fail("oneDNN's sgemm failed (status ", static_cast<int>(status), ") for M=", m, " N=", n,
+         " K=", k, " lda=", lda, " ldb=", ldb, " ldc=", ldc);
+}
+
+namespace detail {
+
+// oneDNN primitives for bf16 products, one per shape, built on first use in each thread (a
+// primitive's creation costs far more than a small product; the model repeats a dozen shapes).
+class Bf16Matmuls {
+ public:
+  static Bf16Matmuls& of_this_thread() {
+    thread_local Bf16Matmuls matmuls;
+    return matmuls;
+  }
+
+  // dst = the rows × cols float block at src (row stride ld), rounded to packed bfloat16 by
+  // oneDNN's reorder (round to nearest even, with the CPU's conversion instructions)
+  void round_to_bf16(std::vector<std::uint16_t>& dst, const float* src, dnnl_dim_t rows, dnnl_dim_t cols,
+                     dnnl_dim_t ld) {
+    using dnnl::memory;
+    dst.resize(static_cast<std::size_t>(rows * cols));
+    const memory::desc src_md({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
+    const memory::desc dst_md({rows, cols}, memory::data_type::bf16, memory::dims{cols, 1});
+    const auto key = std::make_tuple(rows, cols, ld);
+    auto it = reorders_.find(key);
+    if (it == reorders_.end())
+      it = reorders_.emplace(key, dnnl::reorder(dnnl::reorder::primitive_desc(engine_, src_md, engine_, dst_md))).first;
+    memory src_mem(src_md, engine_, const_cast<float*>(src));  // read only
+    memory dst_mem(dst_md, engine_, dst.data());
+    it->second.execute(stream_, src_mem, dst_mem);
+    stream_.wait();
+  }
+
+  // c (M,N) float [+]= op(a)·op(b) with a, b packed bf16 (a (M,K) or (K,M), b (K,N) or (N,K))
+  void run(bool trans_a, bool trans_b, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, const std::uint16_t* a,
+           const std::uint16_t* b, bool accumulate, float* c, dnnl_dim_t ldc) {
+    using dnnl::memory;
+    const memory::desc a_md({m, k}, memory::data_type::bf16, trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+    const memory::desc b_md({k, n}, memory::data_type::bf16, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+    const auto key = std::make_tuple(trans_a, trans_b, m, n, k, ldc, accumulate);
+    auto it = primitives_.find(key);
+    if (it == primitives_.end()) {
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+      }
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
+      it = primitives_.emplace(key, dnnl::matmul(pd)).first;
+    }
+    // oneDNN's memory objects take non-const handles; the primitive only reads src and weights
+    memory a_mem(a_md, engine_, const_cast<std::uint16_t*>(a));
+    memory b_mem(b_md, engine_, const_cast<std::uint16_t*>(b));
+    memory c_mem(c_md, engine_, c);
+    it->second.execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream_.wait();
+  }
+
+  std::vector<std::uint16_t> a_bf16, b_bf16;  // this thread's rounded operands
+
+ private:
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::map<std::tuple<bool, bool, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, bool>, dnnl::matmul> primitives_;
+  std::map<std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>, dnnl::reorder> reorders_;
+};
+
+}  // namespace detail
+
+// c = op(a)·op(b) + beta·c with a and b rounded to bfloat16 and float accumulation; beta 0 or 1.
+inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                        float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                        float beta, float* c, std::size_t ldc) {
+  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f))
+    fail("bf16 GEMM: alpha must be 1 and beta 0 or 1, got alpha ", alpha, ", beta ", beta);
+  if (const auto reason = bf16_unsupported_reason()) fail(*reason);
+  auto& matmuls = detail::Bf16Matmuls::of_this_thread();
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+#if defined(_OPENMP)
+  const int saved = omp_get_max_threads();  // one thread per call, as onednn() above
+  if (saved > 1) omp_set_num_threads(1);
+#endif
+  matmuls.round_to_bf16(matmuls.a_bf16, a, dim(trans_a ? k : m), dim(trans_a ? m : k), dim(lda));
+  matmuls.round_to_bf16(matmuls.b_bf16, b, dim(trans_b ? n : k), dim(trans_b ? k : n), dim(ldb));
+  matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), matmuls.b_bf16.data(),
+              beta != 0.0f, c, dim(ldc));
+#if defined(_OPENMP)
+  if (saved > 1) omp_set_num_threads(saved);
+#endif
+}
+#endif
+
+}  // namespace gemm_backends
+
+inline std::optional<std::string> bf16_unsupported_reason() {
+#if defined(POSENC_GEMM_ONEDNN)
+  // oneDNN's ISA values are bit sets: AMX's holds avx512_core_bf16's bits, AVX2-VNNI's does not
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  if ((isa & bf16) != bf16)
+    return std::string("bf16 needs a CPU with AVX512_BF16 or AMX (oneDNN sees '") +
+           dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()) + "'); use fp32";
+  return std::nullopt;
+#else
+  return std::string("bf16 needs posenc built with oneDNN (install libdnnl-dev and reconfigure); this build uses OpenBLAS");
+#endif
+}
+
+// a (M,K) or (K,M) if trans_a, b (K,N) or (N,K) if trans_b, c (M,N); lda/ldb/ldc are row strides,
+// so a head's slice of a wider row (a q inside qkv) is used in place, without a copy. bf16 takes
+// float only, alpha 1 and beta 0 or 1 (what the linear layers need).
+template <std::floating_point S>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
+          const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c, std::size_t ldc,
+          Precision precision = Precision::fp32) {
+  if (m == 0 || n == 0) return;
+  if (precision == Precision::bf16) {
+    if constexpr (!std::is_same_v<S, float>) {
+      fail("bf16 GEMMs take float operands; this model computes in double");
+    } else {
+#if defined(POSENC_GEMM_ONEDNN)
+      gemm_backends::onednn_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+#else
+      fail(*bf16_unsupported_reason());
+#endif
+    }
+  }
+#if defined(POSENC_GEMM_ONEDNN)
+  if constexpr (std::is_same_v<S, float>) {
+    gemm_backends::onednn(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#endif
+  gemm_backends::openblas<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace posenc

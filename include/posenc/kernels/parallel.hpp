@@ -85,21 +85,21 @@ void parallel_for_each(std::size_t n, F&& f) {
 template <std::floating_point S>
 void parallel_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
                    const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c,
-                   std::size_t ldc) {
+                   std::size_t ldc, Precision precision = Precision::fp32) {
   constexpr std::size_t serial_flops = 1u << 21;  // below ~2 MFLOP a second thread costs more than it saves
   if (max_parallel_threads() <= 1 || 2 * m * n * k < serial_flops) {
-    gemm<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, precision);
     return;
   }
   if (m >= n) {
     parallel_for_chunks(m, [&](std::size_t r0, std::size_t r1) {
       const S* a0 = trans_a ? a + r0 : a + r0 * lda;  // rows of op(A) are columns of A when transposed
-      gemm<S>(trans_a, trans_b, r1 - r0, n, k, alpha, a0, lda, b, ldb, beta, c + r0 * ldc, ldc);
+      gemm<S>(trans_a, trans_b, r1 - r0, n, k, alpha, a0, lda, b, ldb, beta, c + r0 * ldc, ldc, precision);
     }, 16);
   } else {
     parallel_for_chunks(n, [&](std::size_t c0, std::size_t c1) {
       const S* b0 = trans_b ? b + c0 * ldb : b + c0;
-      gemm<S>(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b0, ldb, beta, c + c0, ldc);
+      gemm<S>(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b0, ldb, beta, c + c0, ldc, precision);
     }, 16);
   }
 }

@@ -18,6 +18,7 @@
 #include "posenc/kernels/fast_cross_entropy.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
 #include "posenc/kernels/fast_linear.hpp"
+#include "posenc/kernels/gemm_report.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
 #include "posenc/kernels/profile.hpp"
@@ -44,6 +45,9 @@ struct ModelConfig {
   // evaluation keeps only one chunk's. Gradients are the batch's either way (up to rounding).
   // 0 means the whole batch in one pass.
   std::size_t chunk = 8;
+  // The linear layers' GEMMs in forward and backward (bf16: operands rounded to bfloat16, float
+  // accumulation; parameters, optimizer and losses stay Scalar). Generation always uses Scalar.
+  Precision precision = Precision::fp32;
 };
 
 // token embedding + the policy's position signal → Layers × DecoderBlock → final LN → lm_head.
@@ -74,7 +78,7 @@ class CharTransformer {
         table_(std::make_shared<ParameterTable>()),
         wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::embedding)),
         position_(*table_, config.context),
-        blocks_(make_blocks(*table_, config.context, config.causal)),
+        blocks_(make_blocks(*table_, config.context, config.causal, config.precision)),
         ln_f_w_(table_->add("transformer.ln_f.weight", {Dim}, Init::ones)),
         ln_f_b_(table_->add("transformer.ln_f.bias", {Dim}, Init::zeros)),
         lm_head_w_(table_->add("lm_head.weight", {config.vocab_size, Dim}, Init::normal)),
@@ -86,6 +90,7 @@ class CharTransformer {
     max_context_ = std::min(requested, position_.max_positions());
     store_.initialize(config.seed, config.embedding_std);
     num_threads();  // applies the default thread count if the program has not chosen one
+    warn_once_about_slow_gemm();
   }
 
   // logits (B,T,V) for inputs (B,T); the view stays valid until the next forward
@@ -228,13 +233,18 @@ class CharTransformer {
            c.context);
     if (!(std::isfinite(c.embedding_std) && c.embedding_std > 0))
       fail("CharTransformer: embedding_std must be a positive finite number, got ", c.embedding_std);
+    if (c.precision == Precision::bf16) {
+      if constexpr (!std::is_same_v<S, float>) fail("CharTransformer: bf16 precision needs a float model");
+      if (const auto reason = bf16_unsupported_reason()) fail("CharTransformer: ", *reason);
+    }
     return c;
   }
 
-  static std::vector<Block> make_blocks(ParameterTable& table, std::size_t context, bool causal) {
+  static std::vector<Block> make_blocks(ParameterTable& table, std::size_t context, bool causal,
+                                        Precision precision) {
     std::vector<Block> blocks;
     blocks.reserve(Layers);
-    for (std::size_t l = 0; l < Layers; ++l) blocks.emplace_back(table, l, context, causal);
+    for (std::size_t l = 0; l < Layers; ++l) blocks.emplace_back(table, l, context, causal, precision);
     return blocks;
   }
 
@@ -314,7 +324,7 @@ class CharTransformer {
                               residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim);
     }
     POSENC_PROFILE_SCOPE("forward: linear lm_head");
-    fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V);
+    fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
     ws_.saved_chunk = b0;
   }
 
@@ -351,7 +361,7 @@ class CharTransformer {
       POSENC_PROFILE_SCOPE("backward: linear lm_head");
       // logits = lm_head(lnf)
       fast::linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_], ws_.dlogits.data(),
-                            ws_.lnf.data(), p[lm_head_w_], N, Dim, V);
+                            ws_.lnf.data(), p[lm_head_w_], N, Dim, V, false, config_.precision);
     }
     {
       POSENC_PROFILE_SCOPE("backward: layernorm");

@@ -98,11 +98,14 @@ class DecoderBlock {
   using Scratch = BlockScratch<S>;
   using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
 
-  // causal = false makes a bidirectional block (used by the tests to show what the mask hides).
-  DecoderBlock(ParameterTable& table, std::size_t layer, std::size_t context, bool causal = true)
+  // causal = false makes a bidirectional block (used by the tests to show what the mask hides);
+  // precision is that of the linear layers' GEMMs in training (forward and backward).
+  DecoderBlock(ParameterTable& table, std::size_t layer, std::size_t context, bool causal = true,
+               Precision precision = Precision::fp32)
       : w_(register_weights(table, prefix(layer))),
         position_(table, prefix(layer) + "attn.", context),
-        causal_(causal) {}
+        causal_(causal),
+        precision_(precision) {}
 
   // out (B,T,D), inp (B,T,D). The training path: posenc::fast kernels, which tests/
   // test_fast_kernels.cpp checks against the reference kernels.
@@ -118,7 +121,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("forward: linear qkv");
       fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim,
-                           3 * Dim);
+                           3 * Dim, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("forward: attention");
@@ -128,7 +131,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("forward: linear attn proj");
       fast::linear_forward(act.res1.data(), act.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b],
-                           N, Dim, Dim);
+                           N, Dim, Dim, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("forward: residual add");
@@ -142,7 +145,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("forward: linear mlp fc");
       fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim,
-                           4 * Dim);
+                           4 * Dim, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("forward: gelu");
@@ -151,7 +154,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("forward: linear mlp proj");
       fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], N,
-                           4 * Dim, Dim);
+                           4 * Dim, Dim, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("forward: residual add");
@@ -175,7 +178,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: linear mlp proj");
       fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout, act.fch_gelu.data(),
-                            p[w_.mlp_proj_w], N, 4 * Dim, Dim, true);
+                            p[w_.mlp_proj_w], N, 4 * Dim, Dim, true, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("backward: gelu");
@@ -184,7 +187,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: linear mlp fc");
       fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch, act.ln2.data(), p[w_.c_fc_w],
-                            N, Dim, 4 * Dim, true);
+                            N, Dim, 4 * Dim, true, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("backward: layernorm");
@@ -200,7 +203,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: linear attn proj");
       fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b], sc.dres1.data(),
-                            act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true);
+                            act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("backward: attention");
@@ -216,7 +219,7 @@ class DecoderBlock {
     {
       POSENC_PROFILE_SCOPE("backward: linear qkv");
       fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv, act.ln1.data(),
-                            p[w_.c_attn_w], N, Dim, 3 * Dim, true);
+                            p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_);
     }
     {
       POSENC_PROFILE_SCOPE("backward: layernorm");
@@ -286,6 +289,7 @@ class DecoderBlock {
   Weights w_;
   PositionHooks position_;
   bool causal_;
+  Precision precision_;
 };
 
 }  // namespace posenc

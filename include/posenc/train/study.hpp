@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/kernels/precision.hpp"
 #include "posenc/model/parameters.hpp"
 #include "posenc/train/statistics.hpp"
 #include "posenc/train/trainer.hpp"
@@ -29,6 +30,7 @@ struct StudyDesign {
   std::vector<std::uint64_t> extended_seeds = {1337};
   std::size_t layers = 3, dim = 192, heads = 4;
   double embedding_std = init_std;  // the embedding tables' start (ModelConfig::embedding_std)
+  Precision precision = Precision::fp32;  // the training GEMMs' (ModelConfig::precision)
   TrainConfig train;  // batch, context, lr, weight decay, eval interval and iterations; steps and
                       // seed are set per run
   std::string data;
@@ -72,6 +74,7 @@ inline nlohmann::json run_config(const StudyDesign& d, const RunSpec& run, const
                            {"data", data_digest}};
   // Only when changed, so the records of studies made before the option still match.
   if (d.embedding_std != init_std) config["embedding_std"] = d.embedding_std;
+  if (d.precision != Precision::fp32) config["precision"] = precision_name(d.precision);
   return config;
 }
 
@@ -422,7 +425,8 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                       {"layers", s.design.layers}, {"dim", s.design.dim}, {"heads", s.design.heads},
                       {"batch", s.design.train.batch}, {"context", s.design.train.context},
                       {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay},
-                      {"embedding_std", s.design.embedding_std}}},
+                      {"embedding_std", s.design.embedding_std},
+                      {"precision", precision_name(s.design.precision)}}},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
@@ -463,6 +467,7 @@ inline std::string summary_markdown(const StudySummary& s) {
      << d.layers << " layers, dim " << d.dim << ", " << d.heads << " heads, context " << d.train.context
      << ", batch " << d.train.batch << ", AdamW lr " << d.train.lr << ", weight decay " << d.train.weight_decay
      << ", embeddings initialised N(0, " << d.embedding_std << ")"
+     << (d.precision == Precision::bf16 ? ", bf16 GEMMs" : "")
      << "; " << d.steps << " steps; seeds " ;
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
   md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";

@@ -1,0 +1,104 @@
+// The study model's GEMM shapes on every GEMM backend this build has, one thread each, in FLOP/s; and parallel_gemm as the model runs them.
+//   bench_gemm      rows named gemm/<backend>/<shape>; the context names the kernels. No repetition
+//                   statistics: Google Benchmark's "min" of a FLOP/s counter would be the slowest rate.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <posenc/kernels/gemm_report.hpp>
+#include <posenc/kernels/parallel.hpp>
+#include <posenc/threads.hpp>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using namespace posenc;
+
+// C (M,N) = op(A)·op(B) as the model computes them for a batch of 32 × 128 = 4096 tokens.
+struct Shape {
+  const char* name;
+  std::size_t m, n, k;
+  bool trans_a, trans_b;
+};
+constexpr std::size_t tokens = posenc_bench::study_batch * posenc_bench::study_context;
+constexpr std::size_t D = posenc_bench::study_dim;
+constexpr Shape shapes[] = {
+    // forward: x·Wᵀ
+    {"qkv", tokens, 3 * D, D, false, true},
+    {"attn_proj", tokens, D, D, false, true},
+    {"mlp_fc", tokens, 4 * D, D, false, true},
+    {"mlp_proj", tokens, D, 4 * D, false, true},
+    {"lm_head", tokens, posenc_bench::study_vocab, D, false, true},
+    // backward: dx = dy·W and dW = dyᵀ·x
+    {"qkv_dx", tokens, D, 3 * D, false, false},
+    {"mlp_fc_dx", tokens, D, 4 * D, false, false},
+    {"mlp_proj_dx", tokens, 4 * D, D, false, false},
+    {"qkv_dw", 3 * D, D, tokens, true, false},
+    {"mlp_fc_dw", 4 * D, D, tokens, true, false},
+    {"mlp_proj_dw", D, 4 * D, tokens, true, false},
+    // one head's scores, q·kᵀ at T = 128, head dim 48
+    {"head_qk", posenc_bench::study_context, posenc_bench::study_context, D / posenc_bench::study_heads,
+     false, true},
+};
+
+using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,
+                        std::size_t, const float*, std::size_t, float, float*, std::size_t);
+
+void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel) {
+  const auto a = posenc_bench::random_floats(s.m * s.k, 8), b = posenc_bench::random_floats(s.k * s.n, 9);
+  std::vector<float> c(s.m * s.n);
+  const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+  // one thread for a backend's own rate (oneDNN would otherwise spread a call over posenc's
+  // thread count); posenc's thread count for parallel_gemm
+  posenc::set_num_threads(parallel ? posenc::default_num_threads() : 1);
+  for (auto _ : state) {
+    if (parallel)
+      parallel_gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+    else
+      gemm_fn(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * s.m * s.n * s.k, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel("M=" + std::to_string(s.m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) +
+                 (s.trans_a ? " Aᵀ" : "") + (s.trans_b ? " Bᵀ" : ""));
+}
+
+void register_all() {
+  struct Backend {
+    const char* name;
+    GemmFn fn;
+  };
+  std::vector<Backend> backends{{"openblas", &gemm_backends::openblas<float>}};
+#if defined(POSENC_GEMM_ONEDNN)
+  backends.push_back({"onednn", &gemm_backends::onednn});
+#endif
+  for (const Shape& s : shapes) {
+    for (const Backend& b : backends)
+      benchmark::RegisterBenchmark((std::string("gemm/") + b.name + "/" + s.name).c_str(),
+                                   [&s, fn = b.fn](benchmark::State& st) { run(st, s, fn, false); })
+          ->UseRealTime();
+    // what the model calls: the configured backend, the output split over posenc's threads
+    benchmark::RegisterBenchmark((std::string("gemm/posenc_parallel/") + s.name).c_str(),
+                                 [&s](benchmark::State& st) { run(st, s, nullptr, true); })
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const GemmReport report = describe_gemm();
+  benchmark::AddCustomContext("posenc_gemm_backend", report.backend + " (" + report.kernel + ")");
+  if (openblas_get_corename != nullptr) benchmark::AddCustomContext("openblas_kernel", openblas_get_corename());
+  benchmark::AddCustomContext("posenc_threads", std::to_string(posenc::num_threads()));
+  if (report.slow_kernel_warning) benchmark::AddCustomContext("warning", *report.slow_kernel_warning);
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

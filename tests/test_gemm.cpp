@@ -1,0 +1,221 @@
+// Tests of the GEMM layer (kernels/gemm.hpp, gemm_report.hpp): every backend and precision against a direct sum, the slow-kernel warning, and bf16 training.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "gradient_check.hpp"
+
+using namespace posenc;
+
+namespace {
+
+// float → bfloat16 → float, rounded to nearest even: the rounding bf16 GEMMs must apply, written
+// independently of oneDNN
+float round_to_bf16(float x) {
+  const auto bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  return std::bit_cast<float>(rounded);
+}
+
+struct Problem {
+  std::size_t m, n, k;
+  bool trans_a, trans_b;
+  std::size_t lda, ldb, ldc;  // wider than the rows they stride over: slices of wider buffers
+  std::vector<float> a, b, c0;
+};
+
+Problem make_problem(std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, std::uint64_t seed) {
+  Problem p{m, n, k, ta, tb, (ta ? m : k) + 3, (tb ? k : n) + 5, n + 2, {}, {}, {}};
+  const auto fill = [&](std::size_t count, std::uint64_t s) {
+    const auto v = posenc_test::random_vector(count, s);
+    return std::vector<float>(v.begin(), v.end());
+  };
+  p.a = fill((ta ? k : m) * p.lda, seed);
+  p.b = fill((tb ? n : k) * p.ldb, seed + 1);
+  p.c0 = fill(m * p.ldc, seed + 2);
+  return p;
+}
+
+// alpha·op(A)·op(B) + beta·C in double, with the operands passed through `operand` first
+template <class Round>
+std::vector<double> direct(const Problem& p, float alpha, float beta, Round operand) {
+  std::vector<double> c(p.m * p.ldc);
+  for (std::size_t i = 0; i < p.m; ++i)
+    for (std::size_t j = 0; j < p.n; ++j) {
+      double sum = 0;
+      for (std::size_t l = 0; l < p.k; ++l) {
+        const float a = p.trans_a ? p.a[l * p.lda + i] : p.a[i * p.lda + l];
+        const float b = p.trans_b ? p.b[j * p.ldb + l] : p.b[l * p.ldb + j];
+        sum += static_cast<double>(operand(a)) * static_cast<double>(operand(b));
+      }
+      c[i * p.ldc + j] = alpha * sum + beta * static_cast<double>(p.c0[i * p.ldc + j]);
+    }
+  return c;
+}
+
+// max |got − expected| over the M×N block, relative to the block's largest |expected|; the
+// padding between rows must be untouched
+double block_error(const Problem& p, const std::vector<float>& got, const std::vector<double>& expected) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < p.m; ++i) {
+    for (std::size_t j = 0; j < p.n; ++j) {
+      err = std::max(err, std::abs(got[i * p.ldc + j] - expected[i * p.ldc + j]));
+      scale = std::max(scale, std::abs(expected[i * p.ldc + j]));
+    }
+    for (std::size_t j = p.n; j < p.ldc; ++j) REQUIRE(got[i * p.ldc + j] == p.c0[i * p.ldc + j]);
+  }
+  return err / scale;
+}
+
+using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t,
+                        const float*, std::size_t, float, float*, std::size_t);
+
+}  // namespace
+
+TEST_CASE("every float GEMM backend matches a direct sum, with transposes, row strides, alpha and beta") {
+  std::vector<std::pair<std::string, GemmFn>> backends{{"openblas", &gemm_backends::openblas<float>}};
+#if defined(POSENC_GEMM_ONEDNN)
+  backends.emplace_back("onednn", &gemm_backends::onednn);
+#endif
+  backends.emplace_back("gemm", [](bool ta, bool tb, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                                   const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta,
+                                   float* c, std::size_t ldc) {
+    gemm<float>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  });
+  for (const auto& [name, fn] : backends)
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const float beta : {0.0f, 1.0f, -0.5f}) {
+          DYNAMIC_SECTION(name << " transA " << ta << " transB " << tb << " beta " << beta) {
+            const Problem p = make_problem(37, 29, 53, ta, tb, 11);
+            std::vector<float> c = p.c0;
+            fn(ta, tb, p.m, p.n, p.k, 0.75f, p.a.data(), p.lda, p.b.data(), p.ldb, beta, c.data(), p.ldc);
+            const auto expected = direct(p, 0.75f, beta, [](float x) { return x; });
+            CHECK(block_error(p, c, expected) < 1e-5);
+          }
+        }
+}
+
+TEST_CASE("the configured backend is the one gemm() calls and the one reported") {
+  const GemmReport report = describe_gemm();
+  CHECK(report.backend == gemm_backend_name(gemm_backend));
+  CHECK_FALSE(report.kernel.empty());
+#if defined(POSENC_GEMM_ONEDNN)
+  CHECK(gemm_backend == GemmBackend::onednn);
+  CHECK_FALSE(report.slow_kernel_warning.has_value());  // OpenBLAS computes no float GEMM
+#else
+  CHECK(gemm_backend == GemmBackend::openblas);
+#endif
+}
+
+TEST_CASE("a generic OpenBLAS kernel on a CPU with AVX2 or AVX-512 is reported with the fix") {
+  CpuFeatures intel_avx512;
+  intel_avx512.intel = intel_avx512.avx2 = intel_avx512.avx512 = true;
+  CpuFeatures amd_avx512 = intel_avx512;
+  amd_avx512.intel = false;
+  amd_avx512.amd = true;
+  CpuFeatures avx2_only;
+  avx2_only.intel = avx2_only.avx2 = true;
+  const CpuFeatures old_cpu;  // no AVX2: a generic kernel is all it can run
+
+  const auto intel = slow_openblas_kernel_warning("Prescott", intel_avx512);
+  REQUIRE(intel.has_value());
+  CHECK_THAT(*intel, Catch::Contains("'Prescott'") && Catch::Contains("AVX-512") &&
+                         Catch::Contains("OPENBLAS_CORETYPE=SkylakeX") && Catch::Contains("oneDNN"));
+  const auto amd = slow_openblas_kernel_warning("Sandybridge", amd_avx512);
+  REQUIRE(amd.has_value());
+  CHECK_THAT(*amd, Catch::Contains("OPENBLAS_CORETYPE=Haswell"));
+  const auto avx2 = slow_openblas_kernel_warning("Nehalem", avx2_only);
+  REQUIRE(avx2.has_value());
+  CHECK_THAT(*avx2, Catch::Contains("AVX2") && Catch::Contains("OPENBLAS_CORETYPE=Haswell"));
+
+  for (const char* wide : {"Haswell", "Zen", "SkylakeX", "COOPERLAKE", "SapphireRapids"})
+    CHECK_FALSE(slow_openblas_kernel_warning(wide, intel_avx512).has_value());
+  CHECK_FALSE(slow_openblas_kernel_warning("Prescott", old_cpu).has_value());
+}
+
+TEST_CASE("bf16 GEMMs round both operands to bfloat16 and accumulate in float, or say why they cannot run") {
+  const Problem p = make_problem(40, 33, 70, false, true, 21);
+  std::vector<float> c = p.c0;
+  const auto run = [&](float beta) {
+    c = p.c0;
+    gemm<float>(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0f, p.a.data(), p.lda, p.b.data(), p.ldb, beta, c.data(),
+                p.ldc, Precision::bf16);
+  };
+  if (const auto reason = bf16_unsupported_reason()) {
+    CHECK_THROWS_WITH(run(0.0f), Catch::Contains("bf16 needs"));
+    return;
+  }
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const float beta : {0.0f, 1.0f}) {
+        DYNAMIC_SECTION("transA " << ta << " transB " << tb << " beta " << beta) {
+          const Problem q = make_problem(40, 33, 70, ta, tb, 31);
+          std::vector<float> got = q.c0;
+          gemm<float>(ta, tb, q.m, q.n, q.k, 1.0f, q.a.data(), q.lda, q.b.data(), q.ldb, beta, got.data(), q.ldc,
+                      Precision::bf16);
+          const auto rounded = direct(q, 1.0f, beta, round_to_bf16);
+          const auto exact = direct(q, 1.0f, beta, [](float x) { return x; });
+          // float accumulation of exactly representable products: a few float ulps from the sum
+          CHECK(block_error(q, got, rounded) < 1e-5);
+          // and the rounding is real: 8 mantissa bits put the result ~1e-3 away from fp32's
+          CHECK(block_error(q, got, exact) > 1e-4);
+        }
+      }
+  SECTION("alpha other than 1 is refused, not silently ignored") {
+    std::vector<float> out = p.c0;
+    CHECK_THROWS_WITH(gemm<float>(false, true, p.m, p.n, p.k, 0.5f, p.a.data(), p.lda, p.b.data(), p.ldb, 0.0f,
+                                  out.data(), p.ldc, Precision::bf16),
+                      Catch::Contains("alpha must be 1"));
+  }
+}
+
+TEST_CASE("a bf16 model trains close to its fp32 twin, or refuses to be built with the reason") {
+  const ModelConfig fp32{.vocab_size = 11, .context = 16, .seed = 5};
+  ModelConfig bf16 = fp32;
+  bf16.precision = Precision::bf16;
+  using Model = CharTransformer<RoPE, 2, 32, 4>;
+  if (const auto reason = bf16_unsupported_reason()) {
+    CHECK_THROWS_WITH(Model(bf16), Catch::Contains("bf16 needs"));
+    return;
+  }
+  Model a(fp32), b(bf16);
+  CHECK(b.config().precision == Precision::bf16);
+  auto opt_a = a.make_optimizer(), opt_b = b.make_optimizer();
+  Rng rng(3);
+  Tokens x({4, 16}), y(x.shape());
+  for (auto& t : x) t = static_cast<TokenId>(rng.uniform() * 11) % 11;
+  for (auto& t : y) t = static_cast<TokenId>(rng.uniform() * 11) % 11;
+  float first_a = 0, first_b = 0, last_a = 0, last_b = 0;
+  for (int step = 0; step < 30; ++step) {
+    last_a = a.train_step(x, y, opt_a);
+    last_b = b.train_step(x, y, opt_b);
+    if (step == 0) {
+      first_a = last_a;
+      first_b = last_b;
+    }
+  }
+  // the same start to bf16's rounding, the same learning: both fit the fixed batch
+  CHECK(std::abs(first_a - first_b) < 2e-3);
+  CHECK(last_a < first_a - 0.5f);
+  CHECK(std::abs(last_a - last_b) < 0.05f * std::abs(first_a - last_a));
+  // and bf16 really ran: the losses are not fp32's to the last bit
+  CHECK(first_a != first_b);
+}
+
+TEST_CASE("bf16 is refused for a double model") {
+  ModelConfig c{.vocab_size = 7, .context = 8};
+  c.precision = Precision::bf16;
+  CHECK_THROWS_WITH((CharTransformer<NoPE, 1, 8, 2, double>(c)), Catch::Contains("bf16"));
+}
+
+TEST_CASE("precision names parse both ways and bad ones are refused") {
+  for (const Precision p : {Precision::fp32, Precision::bf16}) CHECK(parse_precision(precision_name(p)) == p);
+  CHECK_THROWS_WITH(parse_precision("fp16"), Catch::Contains("'fp16' is not one of fp32, bf16"));
+}
