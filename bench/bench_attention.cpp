@@ -1,10 +1,14 @@
 // Causal attention forward + backward per positional-encoding policy at B = 32, H = 4, head dim 48: FLOP/s of the causal work.
+//   python3 bench/attention_table.py prints it as a table per T with ratios to NoPE. No "min"
+//   statistic here: Google Benchmark's min of a FLOP/s counter is the slowest rate; the script
+//   takes the fastest repetition's time and computes its rate from it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <posenc/transformer.hpp>
@@ -60,22 +64,32 @@ void attention_fwd_bwd(benchmark::State& state) {
 }  // namespace
 
 // NoPE: Learned and Sinusoidal add their signal to the embeddings and share this attention.
-BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, true)->Name("attention/fast/nope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, true)->Name("attention/fast/rope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, true)->Name("attention/fast/alibi")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, true)->Name("attention/fast/nope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, true)->Name("attention/fast/rope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, true)->Name("attention/fast/alibi")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 // The encodings that came after the study (ALiBiSingleSlope costs what ALiBi costs).
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEInterleaved, true)->Name("attention/fast/rope-interleaved")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEPartial, true)->Name("attention/fast/rope-partial")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, XPos, true)->Name("attention/fast/xpos")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, true)->Name("attention/fast/t5")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, true)->Name("attention/fast/kerple")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, true)->Name("attention/fast/fire")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEInterleaved, true)->Name("attention/fast/rope-interleaved")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEPartial, true)->Name("attention/fast/rope-partial")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, XPos, true)->Name("attention/fast/xpos")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, true)->Name("attention/fast/t5")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, true)->Name("attention/fast/kerple")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, true)->Name("attention/fast/fire")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 // The reference kernels (the tested ground truth), for the speed-up.
-BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, false)->Name("attention/reference/alibi")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, false)->Name("attention/reference/t5")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, false)->Name("attention/reference/kerple")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, false)->Name("attention/reference/fire")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, false)->Name("attention/reference/alibi")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, false)->Name("attention/reference/t5")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, false)->Name("attention/reference/kerple")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, false)->Name("attention/reference/fire")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // the context names the shape and threads, which the rows' names do not
+  benchmark::AddCustomContext("shape", "B=32 H=4 head_dim=48; the argument is the sequence length T");
+  benchmark::AddCustomContext("posenc_threads", std::to_string(posenc::num_threads()));
+  benchmark::AddCustomContext("posenc_gemm", posenc::describe_gemm().backend + " (" + posenc::describe_gemm().kernel + ")");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

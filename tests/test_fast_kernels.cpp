@@ -5,9 +5,19 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include <posenc/transformer.hpp>
 
@@ -311,6 +321,82 @@ TEST_CASE("the default thread count is the number of cores the process may run o
   CHECK(seen == 1);
 #endif
 }
+
+TEST_CASE("the adaptive thread count takes the free cores, a core more than half busy counting as taken") {
+  CHECK(threads_for_free_cores(2.0, 2) == 2);
+  CHECK(threads_for_free_cores(1.6, 2) == 2);
+  CHECK(threads_for_free_cores(1.4, 2) == 1);  // another process 60% on one of two cores
+  CHECK(threads_for_free_cores(1.0, 2) == 1);
+  CHECK(threads_for_free_cores(0.2, 2) == 1);  // never fewer than one
+  CHECK(threads_for_free_cores(7.9, 4) == 4);  // never more than the ceiling
+  CHECK(threads_for_free_cores(-3.0, 4) == 1);
+}
+
+TEST_CASE("/proc/stat's busy time is summed over the CPUs this process may use") {
+  const std::string stat =
+      "cpu  900 0 300 5000 20 0 10 0 0 0\n"
+      "cpu0 100 5 50 2000 10 1 2 3 0 0\n"
+      "cpu1 800 0 250 3000 10 0 8 0 0 0\n"
+      "cpu10 7 0 0 0 0 0 0 0 0 0\n"
+      "intr 12345 0 0\n";
+  CHECK(detail::busy_ticks(stat, {0}) == Approx(100 + 5 + 50 + 1 + 2 + 3));  // idle and iowait excluded
+  CHECK(detail::busy_ticks(stat, {0, 1}) == Approx(161 + 1058));
+  CHECK(detail::busy_ticks(stat, {10}) == Approx(7));                        // cpu10 is not cpu1
+  CHECK_FALSE(detail::busy_ticks(stat, {2}).has_value());                    // a CPU that is not listed
+  CHECK_FALSE(detail::busy_ticks("cpu0 1 2 3\n", {0}).has_value());         // too few fields
+}
+
+TEST_CASE("a fixed thread count is never adapted; POSENC_NUM_THREADS fixes an adaptive one") {
+  ThreadCounts restore;
+  set_num_threads(2);
+  CHECK_FALSE(adaptive_thread_ceiling().has_value());
+  CHECK_FALSE(adapt_num_threads(std::chrono::milliseconds(0)));
+  CHECK(num_threads() == 2);
+  // the test runner sets POSENC_NUM_THREADS=1 (tests/CMakeLists.txt)
+  if (const char* env = std::getenv(threads_env_var); env != nullptr && std::string(env) == "1") {
+    set_adaptive_num_threads(3);
+    CHECK(num_threads() == 1);
+    CHECK_FALSE(adaptive_thread_ceiling().has_value());
+  }
+}
+
+#if defined(__linux__)
+TEST_CASE("the adaptive thread count drops while another process keeps a core busy") {
+  const int cores = available_cores();
+  if (cores < 2) return;  // one core: nothing to adapt
+  ThreadCounts restore;
+  struct RestoreEnvironment {
+    std::optional<std::string> saved;
+    RestoreEnvironment() {
+      if (const char* env = std::getenv(threads_env_var)) saved = env;
+      unsetenv(threads_env_var);
+    }
+    ~RestoreEnvironment() {
+      if (saved) setenv(threads_env_var, saved->c_str(), 1);
+    }
+  } environment;
+  set_adaptive_num_threads(cores);
+  REQUIRE(adaptive_thread_ceiling() == cores);
+  REQUIRE(num_threads() == cores);
+  const pid_t busy = fork();
+  REQUIRE(busy >= 0);
+  if (busy == 0) {  // the neighbour: spins for at most 5 s
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    _exit(0);
+  }
+  adapt_num_threads(std::chrono::milliseconds(0));  // the first sample
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const bool measured = adapt_num_threads(std::chrono::milliseconds(0));
+  kill(busy, SIGKILL);
+  waitpid(busy, nullptr, 0);
+  CHECK(measured);
+  // at least the neighbour's core is taken (ctest may run another test on a second one)
+  CHECK(num_threads() <= cores - 1);
+  CHECK(num_threads() >= 1);
+}
+#endif
 
 TEST_CASE("kernels called from another std::thread use posenc's thread count, not OpenMP's default") {
   // study --jobs N runs models in N std::threads; OpenMP gives each new thread its default team

@@ -313,7 +313,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // --threads may also follow the subcommand
   int threads = 0;
-  app.add_option("--threads", threads, "Threads for the kernels and OpenBLAS (default: every core, or $POSENC_NUM_THREADS)")
+  app.add_option("--threads", threads, "Threads for the kernels, fixed (default: every free core, fewer while other processes busy "
+                 "them; or $POSENC_NUM_THREADS)")
       ->check(positive_integer);
 
   TrainOptions t;
@@ -380,7 +381,8 @@ int main(int argc, char** argv) {
   }
   try {
     world.check();
-    posenc::set_num_threads(threads > 0 ? threads : world.default_threads());
+    if (threads > 0) posenc::set_num_threads(threads);
+    else posenc::set_adaptive_num_threads(world.default_threads());
     if (world.size() > 1 && !*train_cmd)
       posenc::fail("only train runs over several MPI ranks; start ", *eval_cmd ? "eval" : "sample", " without mpirun");
     if (*train_cmd) {

@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "Corpus")->capture_default_str();
   app.add_option("--out", out, "Study directory")->capture_default_str();
   app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--threads", threads, "Cores in all (default: every core, or $POSENC_NUM_THREADS; under mpirun: per rank, "
+  app.add_option("--threads", threads, "Cores in all, fixed (default: every free core, fewer while other processes busy them, or $POSENC_NUM_THREADS; under mpirun: per rank, "
                                        "default the rank's share of its machine)")->check(CLI::Range(1, 4096));
   app.add_option("--extrapolate", extrapolate, "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
@@ -407,7 +407,8 @@ int main(int argc, char** argv) {
     const std::string digest = data_digest(text);
     const StudyPaths paths{out};
     const int cores = threads > 0 ? threads : world.default_threads();
-    posenc::set_num_threads(std::max(1, cores / jobs));
+    if (threads > 0) posenc::set_num_threads(std::max(1, cores / jobs));
+    else posenc::set_adaptive_num_threads(std::max(1, cores / jobs));
     const std::vector<posenc::RunSpec> plan = posenc::plan_runs(design);
 #if POSENC_WITH_MPI
     if (world.rank() != 0) {
