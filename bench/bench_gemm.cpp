@@ -1,5 +1,7 @@
 // The study model's GEMM shapes on every GEMM backend this build has, one thread each, in FLOP/s; and parallel_gemm as the model runs them.
-//   bench_gemm      rows named gemm/<backend>/<shape>; the context names the kernels. No repetition
+//   bench_gemm      rows named gemm/<backend>/<shape> (openblas, onednn, onednn_bf16 where the CPU has
+//                   bf16, posenc_parallel: gemm() split over posenc's threads as the model calls it);
+//                   the context names the kernels. No repetition
 //                   statistics: Google Benchmark's "min" of a FLOP/s counter would be the slowest rate.
 #include <benchmark/benchmark.h>
 
@@ -9,6 +11,7 @@
 
 #include <posenc/kernels/gemm_report.hpp>
 #include <posenc/kernels/parallel.hpp>
+#include <posenc/model/char_transformer.hpp>
 #include <posenc/threads.hpp>
 
 #include "bench_common.hpp"
@@ -17,13 +20,14 @@ namespace {
 
 using namespace posenc;
 
-// C (M,N) = op(A)·op(B) as the model computes them for a batch of 32 × 128 = 4096 tokens.
+// C (M,N) = op(A)·op(B) as the model computes them: a pass holds ModelConfig::chunk (8) sequences
+// of 128 tokens, so the linear layers multiply 1,024 rows at a time.
 struct Shape {
   const char* name;
   std::size_t m, n, k;
   bool trans_a, trans_b;
 };
-constexpr std::size_t tokens = posenc_bench::study_batch * posenc_bench::study_context;
+constexpr std::size_t tokens = posenc::ModelConfig{}.chunk * posenc_bench::study_context;
 constexpr std::size_t D = posenc_bench::study_dim;
 constexpr Shape shapes[] = {
     // forward: x·Wᵀ
@@ -74,6 +78,8 @@ void register_all() {
   std::vector<Backend> backends{{"openblas", &gemm_backends::openblas<float>}};
 #if defined(POSENC_GEMM_ONEDNN)
   backends.push_back({"onednn", &gemm_backends::onednn});
+  // bf16 as training runs it: the float operands rounded (part of the time), float accumulation
+  if (!bf16_unsupported_reason()) backends.push_back({"onednn_bf16", &gemm_backends::onednn_bf16});
 #endif
   for (const Shape& s : shapes) {
     for (const Backend& b : backends)

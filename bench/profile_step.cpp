@@ -46,6 +46,17 @@ int run(int steps, int warmup, posenc::Precision precision) {
   }
   std::printf("| (outside the regions) | %.2f | %.1f%% |\n", 1e3 * (total - covered) / steps,
               100.0 * (total - covered) / total);
+  // The linear layers' GEMM rate: forward x·Wᵀ, backward dx = dy·W and dW = dyᵀ·x, each 2·N·C·OC
+  // FLOPs, over the time of the "linear" regions (which also hold the bias adds and sums).
+  constexpr double D = posenc_bench::study_dim, V = posenc_bench::study_vocab;
+  const double tokens = posenc_bench::study_batch * posenc_bench::study_context;
+  const double per_token = 2.0 * (3 * D * D + D * D + 4 * D * D + 4 * D * D) * 3 /* layers */ + 2.0 * D * V;
+  const double flops = 3.0 * per_token * tokens;  // forward + the two backward products
+  double linear_seconds = 0;
+  for (const auto& e : entries)
+    if (std::string_view(e.name).find("linear") != std::string_view::npos) linear_seconds += e.seconds;
+  std::printf("\nlinear layers: %.1f GFLOP per step in %.1f ms: %.0f GFLOP/s\n", flops / 1e9,
+              1e3 * linear_seconds / steps, flops * steps / linear_seconds / 1e9);
   return 0;
 }
 

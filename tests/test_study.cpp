@@ -47,6 +47,16 @@ TEST_CASE("a run's configuration names the embedding start only when it is not t
   CHECK(changed != run_config(StudyDesign{}, run, "digest"));
 }
 
+TEST_CASE("a run's configuration names bf16 precision, so fp32 records do not match a bf16 study") {
+  StudyDesign d;
+  const RunSpec run{"rope", 1337, 2000};
+  CHECK_FALSE(run_config(d, run, "digest").contains("precision"));  // records made before bf16 existed
+  d.precision = Precision::bf16;
+  const nlohmann::json bf16 = run_config(d, run, "digest");
+  CHECK(bf16.at("precision").get<std::string>() == "bf16");
+  CHECK(bf16 != run_config(StudyDesign{}, run, "digest"));
+}
+
 TEST_CASE("a run record survives its JSON") {
   const RunRecord r = record("rope", 2024, 2000, 1.59, 1.45);
   const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(r).dump()));

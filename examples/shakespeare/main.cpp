@@ -130,6 +130,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     options = config_from_json(nlohmann::json::parse(text), "rank 0's configuration");
     options.resume = resume;
   }
+  if (posenc::parse_precision(options.precision) == posenc::Precision::bf16)
+    if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
   posenc::CharDataset data = load_corpus(options.data, nullptr);
   if (data.train().size() < options.config.context + 1 || data.val().size() < options.config.context + 1)
     posenc::fail("data file '", options.data, "' is too short: its training split has ", data.train().size(),

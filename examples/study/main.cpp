@@ -402,6 +402,8 @@ int main(int argc, char** argv) {
     reject_repeats(design.extrapolate, "--extrapolate");
     design.data = data;
     design.precision = posenc::parse_precision(precision);
+    if (design.precision == posenc::Precision::bf16)
+      if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
     const std::string text = posenc::read_text_file(data);
     const posenc::CharDataset dataset(text);
     const std::string digest = data_digest(text);

@@ -41,6 +41,40 @@ else
   failed "--embedding-std: $(tail -5 wide-resume.log)"
 fi
 
+# The first line names the GEMM backend, its kernel and the threads; config.json keeps them.
+if [ "$(head -1 train.log | cut -c1-9)" = "compute: " ] && grep -q " GEMMs (" <(head -1 train.log) &&
+   python3 -c 'import json,sys; c=json.load(open("full/config.json"))["compute"]; sys.exit(0 if c["gemm_backend"] in ("onednn","openblas") and c["gemm_kernel"] and c["threads"] == 1 and c["threads_adaptive"] is False else 1)'; then
+  pass "train reports its GEMM backend, kernel and thread count first and in config.json"
+else
+  failed "compute report: $(head -2 train.log); $(cat full/config.json)"
+fi
+
+# bf16: trains and is recorded where the CPU and build have it, else a clear error before any file
+if "$bin" train "${tiny[@]}" --data corpus.txt --steps 20 --precision bf16 --out bf16 > bf16.log 2> bf16.err; then
+  if python3 - <<'PY'
+import json, struct, sys
+config = json.load(open("bf16/config.json"))
+with open("bf16/model.safetensors", "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+sys.exit(0 if config["precision"] == "bf16" and header["__metadata__"]["precision"] == "bf16" else 1)
+PY
+  then
+    # and a resumed bf16 run equals the uninterrupted one
+    "$bin" train "${tiny[@]}" --data corpus.txt --steps 10 --precision bf16 --out bf16-resumed > /dev/null 2>&1
+    if "$bin" train --resume --steps 20 --out bf16-resumed > /dev/null 2>&1 && cmp -s bf16/model.safetensors bf16-resumed/model.safetensors; then
+      pass "--precision bf16 trains, is recorded in config.json and the checkpoint, and resumes exactly"
+    else
+      failed "--precision bf16 resume"
+    fi
+  else
+    failed "--precision bf16 is not recorded: $(cat bf16/config.json)"
+  fi
+elif [ $? -eq 2 ] && grep -q "bf16 needs" bf16.err && [ ! -e bf16/config.json ]; then
+  pass "--precision bf16 without bf16 support: a clear error before anything is written"
+else
+  failed "--precision bf16: $(cat bf16.err)"
+fi
+
 if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --json > eval.json &&
    python3 -c 'import json,sys; r=json.load(open("eval.json")); sys.exit(0 if r["protocol"]=="non-overlapping" and r["val_loss"] > 0 and r["train_targets"] > 0 else 1)'; then
   pass "eval prints the full-pass losses as JSON"
@@ -77,6 +111,7 @@ expect_error "unknown --posenc" "--posenc" "$bin" train --posenc rotary --out ba
 expect_error "non-positive --steps" "--steps" "$bin" train "${tiny[@]}" --data corpus.txt --steps 0 --out bad6
 expect_error "non-positive --batch" "--batch" "$bin" train "${small[@]}" --context 16 --data corpus.txt --batch -3 --out bad7
 expect_error "non-positive --context" "--context" "$bin" train "${small[@]}" --batch 4 --data corpus.txt --context 0 --out bad8
+expect_error "unknown --precision" "--precision" "$bin" train "${tiny[@]}" --data corpus.txt --precision fp16 --out bad-precision
 expect_error "a model size the binary is not built for" "not built for a model of 5 layers" "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9
 expect_error "an existing run without --resume" "already holds a run" "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full
 expect_error "--resume of a directory that is not a run" "is this a run directory" "$bin" train --resume --out nothing-here
