@@ -95,7 +95,8 @@ def main():
     #    bf16 autocast
     tokens = 32 * 128
     posenc_steps = google_benchmark(os.path.join(bench, "bench_model"), "train_step", args.repetitions)
-    coretypes = ["", "Haswell"] + (["SkylakeX"] if cpu_has("avx512f") else [])
+    advised = ["Haswell"] + (["SkylakeX"] if cpu_has("avx512f") else [])
+    coretypes = [""] + [c for c in advised if c != os.environ.get("OPENBLAS_CORETYPE")]  # "": as the environment has it
     grid = []
     for coretype in coretypes:
         for wait in ("", "passive"):

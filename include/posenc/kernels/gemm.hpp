@@ -5,13 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
-
-#include <optional>
-#include <string>
-#include <string_view>
 
 #include <xtensor-blas/xblas.hpp>
 
@@ -63,21 +61,31 @@ void openblas(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::siz
 }
 
 #if defined(POSENC_GEMM_ONEDNN)
-// dnnl_sgemm is row-major, like posenc. One call runs on the calling thread alone, as OpenBLAS's
-// do (threads.hpp): posenc splits GEMMs over its threads itself (parallel.hpp). Inside those
-// regions oneDNN's OpenMP runtime does not nest; outside them it would take OpenMP's thread count,
-// which costs more than it gains on the small products posenc leaves unsplit.
+namespace detail {
+// One oneDNN call runs on the calling thread alone, as OpenBLAS's do (threads.hpp): posenc splits
+// GEMMs over its threads itself (parallel.hpp). Inside those regions oneDNN's OpenMP runtime does
+// not nest; outside them it would take OpenMP's thread count, which costs more than it gains on
+// the small products posenc leaves unsplit. OpenMP's count is the calling thread's own setting,
+// restored when this goes out of scope.
+struct OneOpenMPThread {
+#if defined(_OPENMP)
+  int saved = omp_get_max_threads();
+  OneOpenMPThread() {
+    if (saved > 1) omp_set_num_threads(1);
+  }
+  ~OneOpenMPThread() {
+    if (saved > 1) omp_set_num_threads(saved);
+  }
+#endif
+};
+}  // namespace detail
+
+// dnnl_sgemm is row-major, like posenc.
 inline void onednn(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                    float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                    float beta, float* c, std::size_t ldc) {
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
-#if defined(_OPENMP)
-  struct OneThread {  // OpenMP's thread count is this thread's own setting: restored on return
-    int saved = omp_get_max_threads();
-    OneThread() { if (saved > 1) omp_set_num_threads(1); }
-    ~OneThread() { if (saved > 1) omp_set_num_threads(saved); }
-  } one_thread;
-#endif
+  [[maybe_unused]] const detail::OneOpenMPThread one_thread;
   const dnnl_status_t status =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
                  dim(lda), b, dim(ldb), beta, c, dim(ldc));
@@ -162,17 +170,11 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
   if (const auto reason = bf16_unsupported_reason()) fail(*reason);
   auto& matmuls = detail::Bf16Matmuls::of_this_thread();
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
-#if defined(_OPENMP)
-  const int saved = omp_get_max_threads();  // one thread per call, as onednn() above
-  if (saved > 1) omp_set_num_threads(1);
-#endif
+  [[maybe_unused]] const detail::OneOpenMPThread one_thread;
   matmuls.round_to_bf16(matmuls.a_bf16, a, dim(trans_a ? k : m), dim(trans_a ? m : k), dim(lda));
   matmuls.round_to_bf16(matmuls.b_bf16, b, dim(trans_b ? n : k), dim(trans_b ? k : n), dim(ldb));
   matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), matmuls.b_bf16.data(),
               beta != 0.0f, c, dim(ldc));
-#if defined(_OPENMP)
-  if (saved > 1) omp_set_num_threads(saved);
-#endif
 }
 #endif
 
@@ -180,13 +182,15 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
 
 inline std::optional<std::string> bf16_unsupported_reason() {
 #if defined(POSENC_GEMM_ONEDNN)
-  // oneDNN's ISA values are bit sets: AMX's holds avx512_core_bf16's bits, AVX2-VNNI's does not
-  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
-  if ((isa & bf16) != bf16)
+  static const std::optional<std::string> reason = []() -> std::optional<std::string> {
+    // oneDNN's ISA values are bit sets: AMX's holds avx512_core_bf16's bits, AVX2-VNNI's does not
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+    if ((isa & bf16) == bf16) return std::nullopt;
     return std::string("bf16 needs a CPU with AVX512_BF16 or AMX (oneDNN sees '") +
            dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()) + "'); use fp32";
-  return std::nullopt;
+  }();
+  return reason;
 #else
   return std::string("bf16 needs posenc built with oneDNN (install libdnnl-dev and reconfigure); this build uses OpenBLAS");
 #endif

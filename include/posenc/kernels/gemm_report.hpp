@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -19,7 +20,7 @@ namespace posenc {
 // The instruction sets that decide which GEMM kernels can run (x86 only; elsewhere all false).
 struct CpuFeatures {
   bool intel = false, amd = false;
-  bool avx2 = false, avx512 = false, avx512_bf16 = false;
+  bool avx2 = false, avx512 = false;
 };
 
 inline CpuFeatures cpu_features() {
@@ -30,7 +31,6 @@ inline CpuFeatures cpu_features() {
   f.amd = __builtin_cpu_is("amd");
   f.avx2 = __builtin_cpu_supports("avx2");
   f.avx512 = __builtin_cpu_supports("avx512f");
-  f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
 #endif
   return f;
 }
