@@ -92,8 +92,9 @@ inline void set_num_threads(int n) {
 
 // Up to `ceiling` threads, fewer while other processes keep cores busy (adapt_num_threads()):
 // every kernel ends in a barrier, so a team with one thread on a shared core waits for that
-// core's time slice at every step of the model (one process busy on one of two cores made a
-// 2-thread evaluation 14× slower than 1 thread). POSENC_NUM_THREADS, when set, fixes the count.
+// core's time slice at every step of the model (one busy process on one of two cores made a
+// 2-thread evaluation 1.8× to 14× slower than 1 thread, by machine). POSENC_NUM_THREADS, when
+// set, fixes the count.
 inline void set_adaptive_num_threads(int ceiling) {
   if (ceiling < 1) fail("thread count must be at least 1, got ", ceiling);
   if (const std::optional<int> n = env_num_threads()) return set_num_threads(*n);
@@ -179,8 +180,10 @@ inline std::optional<CoreUsageSample> sample_core_usage() {
 
 // With an adaptive count: at most every `interval`, measures how much of the cores this process
 // may use other processes kept busy since the last call, and sets the count to the cores they
-// left free (threads_for_free_cores). Models call it before each forward pass, so a count never
-// changes inside a training step. Returns whether it measured. A no-op for a fixed count.
+// left free (threads_for_free_cores). Models call it before each forward pass, so a model's count
+// changes between its passes (with models in several std::threads, between another's too: the
+// kernels size their scratch for the count of the moment). Returns whether it measured. A no-op
+// for a fixed count.
 inline bool adapt_num_threads(std::chrono::milliseconds interval = std::chrono::milliseconds(250)) {
 #if defined(__linux__)
   const std::optional<int> ceiling = adaptive_thread_ceiling();

@@ -274,7 +274,7 @@ class CharTransformer {
   // Checks and keeps a batch, and sizes the workspace for its chunks (growing only).
   void begin_batch(const Tokens& inputs, const Tokens* targets = nullptr) {
     check_tokens(inputs, "inputs");
-    adapt_num_threads();  // between passes only: a count never changes inside a forward or backward
+    adapt_num_threads();  // an adaptive count changes between this model's passes, not inside one
     if (targets != nullptr) {
       if (targets->shape() != inputs.shape())
         fail("CharTransformer::loss: targets shape (", targets->shape()[0], ",", targets->shape()[1],
