@@ -46,11 +46,14 @@ def main():
     if "nope" not in policies:
         policies = ["nope"] + policies  # the ratios' base
     kind = "reference" if args.reference else "fast"
-    pattern = f"^attention/{kind}/({'|'.join(policies)})/({'|'.join(map(str, lengths))})$"
+    pattern = f"^attention/{kind}/({'|'.join(policies)})/({'|'.join(map(str, lengths))})/real_time$"
     cmd = [binary, f"--benchmark_filter={pattern}", "--benchmark_format=json",
            f"--benchmark_repetitions={args.repetitions}"]
     print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-    report = json.loads(subprocess.run(cmd, check=True, text=True, capture_output=True).stdout)
+    result = subprocess.run(cmd, check=True, text=True, capture_output=True)
+    if not result.stdout.strip():
+        sys.exit(f"attention_table.py: bench_attention printed nothing: {result.stderr.strip()}")
+    report = json.loads(result.stdout)
     seconds = {}
     for b in report["benchmarks"]:
         if b.get("run_type") != "iteration":  # the repetitions themselves; the fastest counts
