@@ -14,6 +14,7 @@
 #include <posenc/transformer.hpp>
 
 #include "bench_common.hpp"
+#include "bench_context.hpp"
 
 namespace {
 
@@ -85,8 +86,7 @@ BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, false)->Name("attention/reference/fi
 int main(int argc, char** argv) {
   // the context names the shape and threads, which the rows' names do not
   benchmark::AddCustomContext("shape", "B=32 H=4 head_dim=48; the argument is the sequence length T");
-  benchmark::AddCustomContext("posenc_threads", std::to_string(posenc::num_threads()));
-  benchmark::AddCustomContext("posenc_gemm", posenc::describe_gemm().backend + " (" + posenc::describe_gemm().kernel + ")");
+  posenc_bench::add_compute_context();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -15,6 +15,7 @@
 #include <posenc/threads.hpp>
 
 #include "bench_common.hpp"
+#include "bench_context.hpp"
 
 namespace {
 
@@ -96,11 +97,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const GemmReport report = describe_gemm();
-  benchmark::AddCustomContext("posenc_gemm_backend", report.backend + " (" + report.kernel + ")");
-  if (openblas_get_corename != nullptr) benchmark::AddCustomContext("openblas_kernel", openblas_get_corename());
-  benchmark::AddCustomContext("posenc_threads", std::to_string(posenc::num_threads()));
-  if (report.slow_kernel_warning) benchmark::AddCustomContext("warning", *report.slow_kernel_warning);
+  posenc_bench::add_compute_context();
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
