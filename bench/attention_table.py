@@ -18,7 +18,6 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B, H, HD = 32, 4, 48  # bench_attention.cpp's shape
-ALL = ["nope", "rope", "rope-interleaved", "rope-partial", "xpos", "alibi", "t5", "kerple", "fire"]
 
 
 def causal_gflop(T):
@@ -31,7 +30,7 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build/release"))
     parser.add_argument("--lengths", default="128,256,512", help="sequence lengths T (bench_attention has 128, 256, 512)")
     parser.add_argument("--repetitions", type=int, default=5, help="repetitions per row; the fastest counts")
-    parser.add_argument("--policies", default=",".join(ALL))
+    parser.add_argument("--policies", help="default: every policy bench_attention has (posenc's registry)")
     parser.add_argument("--reference", action="store_true", help="time the reference kernels (T ≤ 256) instead of the fast ones")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bench/bench_attention")
@@ -39,13 +38,16 @@ def main():
         sys.exit(f"attention_table.py: {binary} is missing; build it with cmake --preset release && "
                  "cmake --build --preset release --target bench_attention")
     lengths = [int(t) for t in args.lengths.split(",")]
-    policies = args.policies.split(",")
-    unknown = [p for p in policies if p not in ALL]
+    kind = "reference" if args.reference else "fast"
+    listed = subprocess.run([binary, "--benchmark_list_tests=true", f"--benchmark_filter=^attention/{kind}/"],
+                            check=True, text=True, capture_output=True).stdout.split()
+    known = list(dict.fromkeys(name.split("/")[2] for name in listed))  # registry order, once each
+    policies = args.policies.split(",") if args.policies else known
+    unknown = [p for p in policies if p not in known]
     if unknown:
-        sys.exit(f"attention_table.py: unknown policies {', '.join(unknown)} (expected some of {', '.join(ALL)})")
+        sys.exit(f"attention_table.py: unknown policies {', '.join(unknown)} (expected some of {', '.join(known)})")
     if "nope" not in policies:
         policies = ["nope"] + policies  # the ratios' base
-    kind = "reference" if args.reference else "fast"
     pattern = f"^attention/{kind}/({'|'.join(policies)})/({'|'.join(map(str, lengths))})/real_time$"
     cmd = [binary, f"--benchmark_filter={pattern}", "--benchmark_format=json",
            f"--benchmark_repetitions={args.repetitions}"]

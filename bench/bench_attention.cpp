@@ -62,31 +62,26 @@ void attention_fwd_bwd(benchmark::State& state) {
       benchmark::Counter(causal_flops(T), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-}  // namespace
+// Every policy of the registry, fast and reference kernels. (Learned and Sinusoidal add their signal
+// to the embeddings and leave attention as NoPE does; ALiBiSingleSlope costs what ALiBi costs.)
+void register_every_policy() {
+  for_each_policy([]<class P>() {
+    benchmark::RegisterBenchmark(("attention/fast/" + std::string(P::name)).c_str(), attention_fwd_bwd<P, true>)
+        ->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+  });
+  for_each_policy([]<class P>() {  // the tested ground truth, for the speed-up
+    benchmark::RegisterBenchmark(("attention/reference/" + std::string(P::name)).c_str(), attention_fwd_bwd<P, false>)
+        ->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+  });
+}
 
-// NoPE: Learned and Sinusoidal add their signal to the embeddings and share this attention.
-BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, true)->Name("attention/fast/nope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, true)->Name("attention/fast/rope")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, true)->Name("attention/fast/alibi")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-// The encodings that came after the study (ALiBiSingleSlope costs what ALiBi costs).
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEInterleaved, true)->Name("attention/fast/rope-interleaved")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPEPartial, true)->Name("attention/fast/rope-partial")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, XPos, true)->Name("attention/fast/xpos")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, true)->Name("attention/fast/t5")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, true)->Name("attention/fast/kerple")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, true)->Name("attention/fast/fire")->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-// The reference kernels (the tested ground truth), for the speed-up.
-BENCHMARK_TEMPLATE(attention_fwd_bwd, NoPE, false)->Name("attention/reference/nope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, RoPE, false)->Name("attention/reference/rope")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, ALiBi, false)->Name("attention/reference/alibi")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, T5Bias, false)->Name("attention/reference/t5")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, Kerple, false)->Name("attention/reference/kerple")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_TEMPLATE(attention_fwd_bwd, FIRE, false)->Name("attention/reference/fire")->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+}  // namespace
 
 int main(int argc, char** argv) {
   // the context names the shape and threads, which the rows' names do not
   benchmark::AddCustomContext("shape", "B=32 H=4 head_dim=48; the argument is the sequence length T");
   posenc_bench::add_compute_context();
+  register_every_policy();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

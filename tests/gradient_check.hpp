@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <posenc/model/parameters.hpp>
+#include <posenc/parameters.hpp>
 #include <posenc/random.hpp>
 
 namespace posenc_test {

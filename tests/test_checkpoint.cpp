@@ -14,8 +14,7 @@ std::string temp_path(const std::string& name) {
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("save → load gives a model with identical logits", "", NoPE, Learned, Sinusoidal, RoPE, ALiBi,
-                   ALiBiSingleSlope) {
+TEMPLATE_LIST_TEST_CASE("save → load gives a model with identical logits", "", AllPolicies) {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<TestType, 2, 16, 2> trained(tokenizer.vocab_size(), 8, 1);
   auto optimizer = trained.make_optimizer({.lr = 1e-2});

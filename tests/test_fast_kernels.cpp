@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #if defined(__linux__)
@@ -246,33 +247,26 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
   CHECK(max_error(over, fresh) < tolerance<S>());
 }
 
-// check_fast_attention for every policy of posenc: their hooks bound to one store whose parameters
-// are moved off their start (so no bias is uniform) and whose gradients start non-zero.
+// check_fast_attention for every policy of the registry: their hooks bound to one store whose
+// parameters are moved off their start (so no bias is uniform) and whose gradients start non-zero.
 template <class S>
 void check_fast_attention_every_policy(std::size_t T, bool causal) {
   auto table = std::make_shared<ParameterTable>();
-  RoPE::Attention<S, 2, 4> rope(*table, "rope.", T);
-  ALiBi::Attention<S, 2, 4> alibi(*table, "alibi.", T);
-  XPos::Attention<S, 2, 4> xpos(*table, "xpos.", T);  // keys scaled inversely to queries
-  T5Bias::Attention<S, 2, 4> t5(*table, "t5.", T);    // trainable biases: gradients summed over the batch
-  Kerple::Attention<S, 2, 4> kerple(*table, "kerple.", T);
-  FIRE::Attention<S, 2, 4> fire(*table, "fire.", T);
-  ParameterStore<S> store(table);
-  store.initialize(30);
-  const auto moved = random_as<S>(store.values.size(), 31);
-  const auto grads = random_as<S>(store.grads.size(), 32);
-  for (std::size_t i = 0; i < moved.size(); ++i) {
-    store.values.data()[i] += S(0.3) * moved[i];
-    store.grads.data()[i] = grads[i];
-  }
-  std::span<S> g(store.grads.data(), store.grads.size());
-  check_fast_attention<S>(NoAttentionHooks{}, g, T, causal);
-  check_fast_attention<S>(rope.bind(store, T), g, T, causal);
-  check_fast_attention<S>(alibi.bind(store, T), g, T, causal);
-  check_fast_attention<S>(xpos.bind(store, T), g, T, causal);
-  check_fast_attention<S>(t5.bind(store, T), g, T, causal);
-  check_fast_attention<S>(kerple.bind(store, T), g, T, causal);
-  check_fast_attention<S>(fire.bind(store, T), g, T, causal);
+  [&]<class... P>(std::tuple<P...>*) {
+    std::tuple<typename P::template Attention<S, 2, 4>...> attentions{
+        typename P::template Attention<S, 2, 4>(*table, std::string(P::name) + ".", T)...};
+    ParameterStore<S> store(table);
+    store.initialize(30);
+    const auto moved = random_as<S>(store.values.size(), 31);
+    const auto grads = random_as<S>(store.grads.size(), 32);
+    for (std::size_t i = 0; i < moved.size(); ++i) {
+      store.values.data()[i] += S(0.3) * moved[i];
+      store.grads.data()[i] = grads[i];
+    }
+    std::span<S> g(store.grads.data(), store.grads.size());
+    std::apply([&](auto&... attention) { (check_fast_attention<S>(attention.bind(store, T), g, T, causal), ...); },
+               attentions);
+  }(static_cast<AllPolicies*>(nullptr));
 }
 
 }  // namespace

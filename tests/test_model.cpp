@@ -16,9 +16,6 @@ using namespace posenc;
 using posenc_test::gradient_relative_error;
 using posenc_test::gradient_tolerance;
 
-#define POSENC_ALL_POLICIES \
-  NoPE, Learned, Sinusoidal, RoPE, ALiBi, ALiBiSingleSlope, RoPEInterleaved, RoPEPartial, T5Bias, Kerple, FIRE, XPos
-
 namespace {
 
 template <class P>
@@ -127,8 +124,8 @@ TEST_CASE("embedding_std scales the token and learned position tables and leaves
                       Catch::Contains("embedding_std must be a positive finite number"));
 }
 
-TEMPLATE_TEST_CASE("a DecoderBlock's gradients match finite differences for a random upstream gradient", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("a DecoderBlock's gradients match finite differences for a random upstream gradient", "",
+                        AllPolicies) {
   const std::size_t B = 2, T = 5, D = 8, H = 2;
   auto table = std::make_shared<ParameterTable>();
   DecoderBlock<TestType, D, H, double> block(*table, 0, T);
@@ -159,7 +156,7 @@ TEMPLATE_TEST_CASE("a DecoderBlock's gradients match finite differences for a ra
   }
 }
 
-TEMPLATE_TEST_CASE("the whole model's gradients match finite differences", "", POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("the whole model's gradients match finite differences", "", AllPolicies) {
   const std::size_t V = 7, context = 6;
   TinyModel<TestType> model(V, context, 3);
   perturb_parameters(model, 4);
@@ -238,7 +235,7 @@ TEST_CASE("the thread count may grow between a forward and its backward") {
   CHECK(worst < 1e-12);
 }
 
-TEMPLATE_TEST_CASE("causality: changing token t never changes the logits before t", "", POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("causality: changing token t never changes the logits before t", "", AllPolicies) {
   const std::size_t V = 9, T = 8;
   TinyModel<TestType> model(V, T, 8);
   perturb_parameters(model, 9);
@@ -256,8 +253,8 @@ TEMPLATE_TEST_CASE("causality: changing token t never changes the logits before 
   }
 }
 
-TEMPLATE_TEST_CASE("without the causal mask only a position signal breaks permutation equivariance", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("without the causal mask only a position signal breaks permutation equivariance", "",
+                        AllPolicies) {
   const std::size_t V = 9, T = 6;
   ModelConfig config{.vocab_size = V, .context = T, .seed = 11, .causal = false};
   TinyModel<TestType> model(config);
@@ -280,8 +277,8 @@ TEMPLATE_TEST_CASE("without the causal mask only a position signal breaks permut
   }
 }
 
-TEMPLATE_TEST_CASE("every policy but Learned evaluates sequences longer than its training context", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("every policy but Learned evaluates sequences longer than its training context", "",
+                        AllPolicies) {
   const std::size_t V = 5, context = 4;
   TinyModel<TestType> model(V, context, 14);
   const Tokens longer = random_tokens(1, 3 * context, V, 15);
@@ -317,8 +314,7 @@ TEST_CASE("determinism: the same seed gives bitwise-identical losses, another se
   CHECK(first != other);
 }
 
-TEMPLATE_TEST_CASE("learning: 200 steps cut the loss well below the uniform guess ln(V)", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("learning: 200 steps cut the loss well below the uniform guess ln(V)", "", AllPolicies) {
   // A corpus with structure: words from a small lexicon in a seeded order.
   const std::vector<std::string> words = {"alpha ", "beta ", "gamma ", "delta ", "omega. "};
   Rng rng(16);
@@ -380,8 +376,8 @@ TEST_CASE("bad input throws posenc::Error naming what was wrong") {
   }
 }
 
-TEMPLATE_TEST_CASE("the key/value cache gives the logits of a full forward, one position at a time", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("the key/value cache gives the logits of a full forward, one position at a time", "",
+                        AllPolicies) {
   const std::size_t V = 9, context = 7;
   TinyModel<TestType> model(V, context, 23);
   perturb_parameters(model, 24);
@@ -395,8 +391,8 @@ TEMPLATE_TEST_CASE("the key/value cache gives the logits of a full forward, one 
   CHECK(cache.length() == context);
 }
 
-TEMPLATE_TEST_CASE("cached and uncached generation give the same tokens, also past the context", "",
-                   POSENC_ALL_POLICIES) {
+TEMPLATE_LIST_TEST_CASE("cached and uncached generation give the same tokens, also past the context", "",
+                        AllPolicies) {
   const std::size_t V = 9, context = 6;
   // max_context 10: the non-learned policies continue past the training context, then slide.
   TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = context, .max_context = 10, .seed = 26});

@@ -5,7 +5,7 @@
 #include <array>
 #include <utility>
 
-#include <posenc/dispatch.hpp>
+#include <posenc/model/dispatch.hpp>
 
 #include "model_sizes.hpp"
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <posenc/dispatch.hpp>
+#include <posenc/model/dispatch.hpp>
 #include <posenc/io/checkpoint.hpp>
 
 #include "any_model.hpp"

@@ -3,7 +3,7 @@
 
 #include <tuple>
 
-#include <posenc/dispatch.hpp>
+#include <posenc/model/dispatch.hpp>
 
 namespace examples {
 

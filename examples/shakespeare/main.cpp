@@ -318,12 +318,22 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Threads for the kernels, fixed (default: every free core, fewer while other processes busy "
                  "them; or $POSENC_NUM_THREADS)")
       ->check(positive_integer);
+  app.add_flag_callback(
+      "--list-posenc",
+      [] {
+        posenc::for_each_policy([]<class P>() {
+          std::printf("%-18.*s %.*s\n", static_cast<int>(P::name.size()), P::name.data(),
+                      static_cast<int>(P::summary.size()), P::summary.data());
+        });
+        throw CLI::Success();
+      },
+      "List the positional encodings (name, then what it is) and exit");
 
   TrainOptions t;
   std::string out;
   std::int64_t steps_given = 0;
   auto* train_cmd = app.add_subcommand("train", "Train a model and write its run directory");
-  train_cmd->add_option("--posenc", t.model.posenc, "Positional encoding")
+  train_cmd->add_option("--posenc", t.model.posenc, "Positional encoding (--list-posenc lists them)")
       ->check(CLI::IsMember(posenc::policy_names()))->capture_default_str();
   train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(positive_integer);
   train_cmd->add_option("--seed", t.config.seed, "Seed of the initialisation and the batch sampler")->capture_default_str();
@@ -373,10 +383,8 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
+  } catch (const CLI::Success& done) {  // --help, --help-all or --list-posenc
+    return app.exit(done);
   } catch (const CLI::ParseError& error) {
     app.exit(error);
     return 2;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "posenc/config.hpp"
+#include "posenc/parameters.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/threads.hpp"
@@ -26,23 +27,14 @@
 #include "posenc/kernels/precision.hpp"
 #include "posenc/kernels/profile.hpp"
 
-#include "posenc/encodings/alibi.hpp"
-#include "posenc/encodings/concept.hpp"
-#include "posenc/encodings/fire.hpp"
-#include "posenc/encodings/kerple.hpp"
-#include "posenc/encodings/learned.hpp"
-#include "posenc/encodings/nope.hpp"
-#include "posenc/encodings/rope.hpp"
-#include "posenc/encodings/sinusoidal.hpp"
-#include "posenc/encodings/t5_bias.hpp"
-#include "posenc/encodings/xpos.hpp"
+#include "posenc/encodings/all.hpp"
 
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
 #include "posenc/model/decoder_block.hpp"
+#include "posenc/model/dispatch.hpp"
 #include "posenc/model/generation.hpp"
 #include "posenc/model/kv_cache.hpp"
-#include "posenc/model/parameters.hpp"
 
 #include "posenc/data/dataset.hpp"
 #include "posenc/data/tokenizer.hpp"
@@ -57,5 +49,3 @@
 #include "posenc/train/study.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"
-
-#include "posenc/dispatch.hpp"

@@ -16,7 +16,9 @@ fi
 source "$root/tests/cli/cli_test_lib.sh" "$2"
 export POSENC_NUM_THREADS=1
 write_corpus corpus.txt 3
-for policy in nope learned sinusoidal rope alibi alibi-single rope-interleaved rope-partial t5 kerple fire xpos; do
+policies="$("$bin" --list-posenc | cut -d' ' -f1)"
+[ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
+for policy in $policies; do
   "$bin" train --posenc "$policy" --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --steps 20 \
     --eval-every 20 --eval-iters 2 --data corpus.txt --out "$policy" > /dev/null 2>&1
   "$bin" eval --checkpoint "$policy/model.safetensors" --data corpus.txt --json > posenc.json

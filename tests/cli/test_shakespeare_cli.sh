@@ -12,6 +12,13 @@ small=(--posenc rope --layers 2 --dim 64 --heads 4 --eval-every 10 --eval-iters 
 tiny=("${small[@]}" --batch 4 --context 16)
 
 # --- what works -----------------------------------------------------------------------------
+if "$bin" --list-posenc > list.txt 2>&1 && [ -s list.txt ] && ! grep -qvE '^[a-z0-9-]+ +[^ ]' list.txt &&
+   grep -q '^rope  *rotary embedding' list.txt && grep -q '^alibi-single  *ALiBi' list.txt; then
+  pass "--list-posenc lists every encoding of the registry with its summary, and exits 0"
+else
+  failed "--list-posenc: $(head -3 list.txt)"
+fi
+
 if "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full > train.log 2>&1 && [ -f full/model.safetensors ] &&
    [ "$(wc -l < full/log.jsonl)" -eq 4 ] && [ -f full/checkpoint-step000030.safetensors ]; then
   pass "train writes the log, a checkpoint per eval and the final model"

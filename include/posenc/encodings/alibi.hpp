@@ -44,21 +44,18 @@ class LinearDistanceBias {
     for (std::size_t h = 0; h < Heads; ++h) slopes_[h] = static_cast<S>(slopes[h]);
   }
 
-  struct Hooks {
-    static constexpr bool rotates_qk = false;
-    static constexpr bool biases_scores = true;
-    static constexpr bool has_bias_parameters = false;
+  struct Hooks : FixedBiasHooks {
     const std::array<S, Heads>* slopes;
 
     // row[j] += −m_h·|i − j| for query i: −m_h·(i − j) under the causal mask, where j ≤ i
     void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
       const S m = (*slopes)[head];
       for (std::size_t j = 0; j < keys; ++j)
-        row[j] -= m * static_cast<S>(query >= j ? query - j : j - query);
+        row[j] -= m * static_cast<S>(relative_distance(query, j));
     }
   };
 
-  Hooks bind(ParameterStore<S>&, std::size_t) const { return Hooks{&slopes_}; }
+  Hooks bind(ParameterStore<S>&, std::size_t) const { return Hooks{{}, &slopes_}; }
   const std::array<S, Heads>& slopes() const { return slopes_; }
 
  private:
@@ -67,6 +64,7 @@ class LinearDistanceBias {
 
 struct ALiBi {
   static constexpr std::string_view name = "alibi";
+  static constexpr std::string_view summary = "a linear distance penalty on the scores, one slope per head (Press et al. 2022)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
@@ -75,6 +73,7 @@ struct ALiBi {
 
 struct ALiBiSingleSlope {
   static constexpr std::string_view name = "alibi-single";
+  static constexpr std::string_view summary = "ALiBi with one slope, 2^(-8/H), for every head (the published study's variant)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>

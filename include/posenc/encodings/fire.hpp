@@ -25,6 +25,7 @@ namespace posenc {
 // gradient is 0 (to rounding); it is kept so the parameters are those of the paper's PyTorch module.
 struct FIRE {
   static constexpr std::string_view name = "fire";
+  static constexpr std::string_view summary = "attention biases from an MLP of the normalised log distance (Li et al. 2023)";
   static constexpr std::size_t hidden = 32;
   static constexpr double initial_c = 0.1;
   static constexpr double threshold_fraction_of_context = 0.25;  // L₀ = context / 4
@@ -48,10 +49,8 @@ struct FIRE {
     // L₀: the threshold before training moves it.
     double initial_threshold() const { return initial_threshold_; }
 
-    struct Hooks {
-      static constexpr bool rotates_qk = false;
-      static constexpr bool biases_scores = true;
-      static constexpr bool has_bias_parameters = true;
+    struct Hooks : TrainableBiasHooks {
+      static constexpr bool finishes_backward = true;  // the gathered gradients go through the MLP once
       const S *w1, *b1, *w2, *b2;
       S *gw1, *gb1, *gw2, *gb2, *gc_raw, *gthreshold_raw;  // gthreshold_raw: L_multiplier's gradient
       S c, threshold, dc_draw, dthreshold_draw;  // c, L and their slopes in the stored values
@@ -75,11 +74,11 @@ struct FIRE {
 
       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
         if (below_threshold(query)) {
-          for (std::size_t j = 0; j < keys; ++j) row[j] += by_distance[distance(query, j) * Heads + head];
+          for (std::size_t j = 0; j < keys; ++j) row[j] += by_distance[relative_distance(query, j) * Heads + head];
           return;
         }
         const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
-        for (std::size_t j = 0; j < keys; ++j) row[j] += mlp(psi(static_cast<S>(distance(query, j))) / norm, head);
+        for (std::size_t j = 0; j < keys; ++j) row[j] += mlp(psi(static_cast<S>(relative_distance(query, j))) / norm, head);
       }
 
       // f_θ(x)_head, from its linear pieces
@@ -94,7 +93,7 @@ struct FIRE {
       // go through the MLP once per entry, in finish_backward.
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
         if (below_threshold(query)) {
-          for (std::size_t j = 0; j < keys; ++j) grad_by_distance[distance(query, j) * Heads + head] += drow[j];
+          for (std::size_t j = 0; j < keys; ++j) grad_by_distance[relative_distance(query, j) * Heads + head] += drow[j];
           return;
         }
         if (grad_past->empty()) grad_past->assign((length - first_past) * length * Heads, S(0));
@@ -123,7 +122,7 @@ struct FIRE {
           for (std::size_t j = 0; j < length; ++j) {
             const S* gj = g + j * Heads;
             if (std::all_of(gj, gj + Heads, [](S v) { return v == S(0); })) continue;  // e.g. a masked key
-            const S d = static_cast<S>(distance(query, j));
+            const S d = static_cast<S>(relative_distance(query, j));
             const S x = psi(d) / norm_i;
             // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)², and L is not in it
             const S dx_dc = (d / (c * d + 1)) / norm_i - psi(d) * (i / (c * i + 1)) / (norm_i * norm_i);
@@ -135,8 +134,6 @@ struct FIRE {
       }
 
      private:
-      static std::size_t distance(std::size_t i, std::size_t j) { return i >= j ? i - j : j - i; }
-
       // out_h = b2_h + Σ_u w2_hu·relu(w1_u·x + b1_u), with x a function of c and L
       void backprop_mlp(S g, std::size_t head, S x, S dx_dc, S dx_dthreshold) {
         gb2[head] += g;

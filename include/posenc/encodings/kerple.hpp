@@ -16,6 +16,7 @@ namespace posenc {
 // "transformer.h.{l}.attn.kerple.r1" and "….r2" (Heads each), which start near 0, so r ≈ ln 2.
 struct Kerple {
   static constexpr std::string_view name = "kerple";
+  static constexpr std::string_view summary = "a learned logarithmic distance bias -r1*log(1 + r2*d) per head (Chi et al. 2022)";
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
@@ -27,10 +28,7 @@ struct Kerple {
         : r1_(table.add(std::string(prefix) + "kerple.r1", {Heads}, Init::normal)),
           r2_(table.add(std::string(prefix) + "kerple.r2", {Heads}, Init::normal)) {}
 
-    struct Hooks {
-      static constexpr bool rotates_qk = false;
-      static constexpr bool biases_scores = true;
-      static constexpr bool has_bias_parameters = true;
+    struct Hooks : TrainableBiasHooks {
       std::array<S, Heads> r1;            // softplus of the parameters
       std::array<S, Heads> dr1, dr2;      // d softplus / d parameter = sigmoid(parameter)
       const S* log_term;                  // (Heads, positions): log(1 + r2·d) for d = 0..positions−1
@@ -42,7 +40,7 @@ struct Kerple {
       // row[j] += −r1·log(1 + r2·|i − j|)
       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
         const S* term = log_term + head * positions;
-        for (std::size_t j = 0; j < keys; ++j) row[j] -= r1[head] * term[query >= j ? query - j : j - query];
+        for (std::size_t j = 0; j < keys; ++j) row[j] -= r1[head] * term[relative_distance(query, j)];
       }
       // b = −r1·log(1 + r2·d)  →  db/dr1 = −log(1 + r2·d),  db/dr2 = −r1·d / (1 + r2·d),
       // each times sigmoid(parameter) through the softplus
@@ -51,7 +49,7 @@ struct Kerple {
         const S* r = ratio + head * positions;
         S g1 = 0, g2 = 0;
         for (std::size_t j = 0; j < keys; ++j) {
-          const std::size_t d = query >= j ? query - j : j - query;
+          const std::size_t d = relative_distance(query, j);
           g1 -= drow[j] * term[d];
           g2 -= drow[j] * r[d];
         }

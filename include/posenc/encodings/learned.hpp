@@ -9,6 +9,7 @@ namespace posenc {
 
 struct Learned {
   static constexpr std::string_view name = "learned";
+  static constexpr std::string_view summary = "a trainable position table added to the token embeddings (GPT-2)";
 
   template <std::floating_point S, std::size_t Dim>
   class Embedding {

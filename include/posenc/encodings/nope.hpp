@@ -9,6 +9,7 @@ namespace posenc {
 
 struct NoPE {
   static constexpr std::string_view name = "nope";
+  static constexpr std::string_view summary = "no position signal; only the causal mask tells positions apart (the control)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>

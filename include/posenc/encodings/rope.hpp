@@ -37,11 +37,12 @@ struct FixedName {
 // rotated (the first round(fraction·hd / 2)·2; the rest pass through, as GPT-NeoX's rotary_pct),
 // and the pairing.
 template <FixedName Name, double Base = 10000.0, double Fraction = 1.0,
-          RopePairing Pairing = RopePairing::rotate_half>
+          RopePairing Pairing = RopePairing::rotate_half, FixedName Summary = "rotary position embedding">
 struct BasicRoPE {
   static_assert(Base > 1.0, "RoPE: the base must exceed 1");
   static_assert(Fraction > 0.0 && Fraction <= 1.0, "RoPE: the rotated fraction must lie in (0, 1]");
   static constexpr std::string_view name = Name.view();
+  static constexpr std::string_view summary = Summary.view();
   static constexpr double base = Base;
   static constexpr double fraction = Fraction;
   static constexpr RopePairing pairing = Pairing;
@@ -62,10 +63,7 @@ struct BasicRoPE {
 
     Attention(ParameterTable&, std::string_view, std::size_t context) { extend(context); }
 
-    struct Hooks {
-      static constexpr bool rotates_qk = true;
-      static constexpr bool biases_scores = false;
-      static constexpr bool has_bias_parameters = false;
+    struct Hooks : RotaryHooks {
       const S* cos;  // (positions, pairs)
       const S* sin;
 
@@ -92,7 +90,7 @@ struct BasicRoPE {
 
     Hooks bind(ParameterStore<S>&, std::size_t T) {
       extend(T);
-      return Hooks{cos_.data(), sin_.data()};
+      return Hooks{{}, cos_.data(), sin_.data()};
     }
 
    private:
@@ -115,10 +113,13 @@ struct BasicRoPE {
 };
 
 // The study's RoPE: base 10000, every dimension rotated, rotate-half pairing.
-using RoPE = BasicRoPE<"rope">;
+using RoPE = BasicRoPE<"rope", 10000.0, 1.0, RopePairing::rotate_half,
+                       "rotary embedding of q and k, base 10000, rotate-half pairs (Su et al. 2021; GPT-NeoX, LLaMA)">;
 // GPT-J's interleaved pairing.
-using RoPEInterleaved = BasicRoPE<"rope-interleaved", 10000.0, 1.0, RopePairing::interleaved>;
+using RoPEInterleaved = BasicRoPE<"rope-interleaved", 10000.0, 1.0, RopePairing::interleaved,
+                                  "RoPE with interleaved pairs (GPT-J, the RoFormer paper)">;
 // GPT-NeoX's partial rotary: a quarter of each head's dimensions rotated.
-using RoPEPartial = BasicRoPE<"rope-partial", 10000.0, 0.25>;
+using RoPEPartial = BasicRoPE<"rope-partial", 10000.0, 0.25, RopePairing::rotate_half,
+                              "RoPE on a quarter of each head's dimensions (GPT-NeoX's rotary_pct)">;
 
 }  // namespace posenc

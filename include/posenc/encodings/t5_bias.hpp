@@ -30,6 +30,7 @@ template <std::size_t Buckets = 32, std::size_t MaxDistance = 128>
 struct BasicT5Bias {
   static_assert(Buckets >= 2 && MaxDistance > Buckets / 2, "T5Bias: needs max_distance > buckets / 2");
   static constexpr std::string_view name = "t5";
+  static constexpr std::string_view summary = "learned per-head biases over log-spaced distance buckets (Raffel et al. 2020)";
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
@@ -42,10 +43,7 @@ struct BasicT5Bias {
       extend(context);
     }
 
-    struct Hooks {
-      static constexpr bool rotates_qk = false;
-      static constexpr bool biases_scores = true;
-      static constexpr bool has_bias_parameters = true;
+    struct Hooks : TrainableBiasHooks {
       const S* bias;                   // (Buckets, Heads)
       S* grad;                         // (Buckets, Heads)
       const std::uint16_t* bucket_of;  // distance → bucket
@@ -53,18 +51,18 @@ struct BasicT5Bias {
       // row[j] += bias[bucket(|i − j|), h]
       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
         for (std::size_t j = 0; j < keys; ++j)
-          row[j] += bias[bucket_of[query >= j ? query - j : j - query] * Heads + head];
+          row[j] += bias[bucket_of[relative_distance(query, j)] * Heads + head];
       }
       // s_ij += bias[bucket, h]  →  grad[bucket, h] += ds_ij
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
         for (std::size_t j = 0; j < keys; ++j)
-          grad[bucket_of[query >= j ? query - j : j - query] * Heads + head] += drow[j];
+          grad[bucket_of[relative_distance(query, j)] * Heads + head] += drow[j];
       }
     };
 
     Hooks bind(ParameterStore<S>& store, std::size_t T) {
       extend(T);
-      return Hooks{store.values[table_], store.grads[table_], buckets_.data()};
+      return Hooks{{}, store.values[table_], store.grads[table_], buckets_.data()};
     }
 
    private:

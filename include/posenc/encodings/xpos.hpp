@@ -20,72 +20,60 @@ template <int ScaleBase = 512>
 struct BasicXPos {
   static_assert(ScaleBase > 0, "xPos: the scale base must be positive");
   static constexpr std::string_view name = "xpos";
+  static constexpr std::string_view summary = "RoPE with a per-dimension decay of q.k with distance (Sun et al. 2022)";
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
 
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
   class Attention {
-    static_assert(HeadDim % 2 == 0,
-                  "xPos rotates pairs of dimensions: the head dimension Dim / Heads must be even");
+    // The turn is the study's RoPE's (its angle table, rotate-half pairs); xPos adds the scale.
+    using Rotary = typename RoPE::template Attention<S, Heads, HeadDim>;
     static constexpr std::size_t half = HeadDim / 2;
 
    public:
-    Attention(ParameterTable&, std::string_view, std::size_t context) { extend(context); }
+    Attention(ParameterTable& table, std::string_view prefix, std::size_t context) : rotary_(table, prefix, context) {
+      extend(context);
+    }
 
-    struct Hooks {
-      static constexpr bool rotates_qk = true;
-      static constexpr bool biases_scores = false;
-      static constexpr bool has_bias_parameters = false;
-      const S* cos;    // (positions, hd/2)
-      const S* sin;
+    struct Hooks : RotaryHooks {
+      static constexpr bool rotates_keys_separately = true;  // keys are scaled by ζ^(−m/ScaleBase)
+      typename Rotary::Hooks rope;
       const S* scale;  // (positions, hd/2): ζ^(p/ScaleBase)
 
-      void rotate(S* q, std::size_t pos) const { turn(q, pos, S(1), false); }
-      void unrotate(S* g, std::size_t pos) const { turn(g, pos, S(-1), false); }
-      void rotate_key(S* k, std::size_t pos) const { turn(k, pos, S(1), true); }
-      void unrotate_key(S* g, std::size_t pos) const { turn(g, pos, S(-1), true); }
+      void rotate(S* q, std::size_t pos) const { rope.rotate(q, pos); scale_pairs(q, pos, false); }
+      void unrotate(S* g, std::size_t pos) const { rope.unrotate(g, pos); scale_pairs(g, pos, false); }
+      void rotate_key(S* k, std::size_t pos) const { rope.rotate(k, pos); scale_pairs(k, pos, true); }
+      void unrotate_key(S* g, std::size_t pos) const { rope.unrotate(g, pos); scale_pairs(g, pos, true); }
 
      private:
-      // x ← s·R(±θ)·x per pair; the scale is the same on both members of a pair, so it commutes
-      // with the turn and the transpose is s·R(−θ).
-      void turn(S* x, std::size_t pos, S direction, bool key) const {
-        const S* c = cos + pos * half;
-        const S* sn = sin + pos * half;
+      // x ← s·x on both members of each pair; s commutes with the turn, so the transpose of
+      // s·R(θ) is s·R(−θ).
+      void scale_pairs(S* x, std::size_t pos, bool key) const {
         const S* z = scale + pos * half;
         for (std::size_t i = 0; i < half; ++i) {
           const S s = key ? S(1) / z[i] : z[i];
-          const S a = x[i];
-          const S b = x[i + half];
-          const S si = direction * sn[i];
-          x[i] = s * (a * c[i] - b * si);
-          x[i + half] = s * (a * si + b * c[i]);
+          x[i] *= s;
+          x[i + half] *= s;
         }
       }
     };
 
-    Hooks bind(ParameterStore<S>&, std::size_t T) {
+    Hooks bind(ParameterStore<S>& store, std::size_t T) {
       extend(T);
-      return Hooks{cos_.data(), sin_.data(), scale_.data()};
+      return Hooks{{}, rotary_.bind(store, T), scale_.data()};
     }
 
    private:
     void extend(std::size_t T) {
-      const std::size_t rows = cos_.size() / half;
-      if (rows >= T) return;
-      cos_.resize(T * half);
-      sin_.resize(T * half);
-      scale_.resize(T * half);
-      for (std::size_t p = rows; p < T; ++p)
+      for (std::size_t p = scale_.size() / half; p < T; ++p)
         for (std::size_t i = 0; i < half; ++i) {
-          const double angle = rope_angle(p, i, HeadDim);
           const double zeta = (2.0 * static_cast<double>(i) / HeadDim + 0.4) / 1.4;
-          cos_[p * half + i] = static_cast<S>(std::cos(angle));
-          sin_[p * half + i] = static_cast<S>(std::sin(angle));
-          scale_[p * half + i] = static_cast<S>(std::pow(zeta, static_cast<double>(p) / ScaleBase));
+          scale_.push_back(static_cast<S>(std::pow(zeta, static_cast<double>(p) / ScaleBase)));
         }
     }
-    std::vector<S> cos_, sin_, scale_;
+    Rotary rotary_;
+    std::vector<S> scale_;
   };
 };
 

@@ -13,7 +13,7 @@
 #include "posenc/data/tokenizer.hpp"
 #include "posenc/io/safetensors.hpp"
 #include "posenc/kernels/precision.hpp"
-#include "posenc/model/parameters.hpp"
+#include "posenc/parameters.hpp"
 #include "posenc/train/adamw.hpp"
 
 namespace posenc {

@@ -10,35 +10,18 @@
 
 namespace posenc {
 
-// The hooks a positional encoding may place inside attention. The kernel calls only what the flags
-// enable; a policy that needs none of them passes this type.
-//   rotates_qk:          void rotate(S* vec, std::size_t position) const     q or k of one head, in place
-//                        void unrotate(S* grad, std::size_t position) const  the transpose of rotate
-//                        and, when keys are transformed differently from queries (xPos),
-//                        rotate_key / unrotate_key with the same signatures (see rotate_key below)
-//   biases_scores:       void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const
-//                        adds bias(head, query, key) to row[key] for key = 0..keys−1
-//                        (keys = query + 1 under the causal mask, T without it)
-//   has_bias_parameters: void bias_backward(const S* drow, std::size_t head, std::size_t query,
-//                        std::size_t keys): adds the row's gradient into the bias parameters' gradients;
-//                        optionally void finish_backward(), called once after every row, for hooks
-//                        that gather the rows' gradients first (FIRE); it leaves nothing gathered, so
-//                        the same hooks serve another backward
-struct NoAttentionHooks {
-  static constexpr bool rotates_qk = false;
-  static constexpr bool biases_scores = false;
-  static constexpr bool has_bias_parameters = false;
-};
+// `hooks` are a positional encoding's attention hooks, whose contract (posenc/encodings/concept.hpp)
+// declares by flags what the kernels call; a kernel calls only what the flags turn on.
 
-// The key side of a rotation: the hooks' rotate_key when they have one, else their rotate.
+// The key side of a rotation: rotate_key when the hooks turn keys differently from queries.
 template <class Hooks, class S>
 void rotate_key(const Hooks& hooks, S* k, std::size_t pos) {
-  if constexpr (requires { hooks.rotate_key(k, pos); }) hooks.rotate_key(k, pos);
+  if constexpr (Hooks::rotates_keys_separately) hooks.rotate_key(k, pos);
   else hooks.rotate(k, pos);
 }
 template <class Hooks, class S>
 void unrotate_key(const Hooks& hooks, S* g, std::size_t pos) {
-  if constexpr (requires { hooks.unrotate_key(g, pos); }) hooks.unrotate_key(g, pos);
+  if constexpr (Hooks::rotates_keys_separately) hooks.unrotate_key(g, pos);
   else hooks.unrotate(g, pos);
 }
 
@@ -161,7 +144,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       }
     }
   }
-  if constexpr (Hooks::has_bias_parameters && requires { hooks.finish_backward(); }) hooks.finish_backward();
+  if constexpr (Hooks::finishes_backward) hooks.finish_backward();
 }
 
 // One new query against the keys and values cached for positions 0..P−1, the query's own at P−1

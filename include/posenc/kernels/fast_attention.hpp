@@ -145,7 +145,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     }
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t i = 0; i < T; ++i) hooks.bias_backward(dbias_all + (h * T + i) * T, h, i, causal ? i + 1 : T);
-    if constexpr (requires { hooks.finish_backward(); }) hooks.finish_backward();
+    if constexpr (Hooks::finishes_backward) hooks.finish_backward();
   }
 }
 

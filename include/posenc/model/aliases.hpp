@@ -15,7 +15,7 @@ inline constexpr std::size_t study_dim = 192;
 inline constexpr std::size_t study_heads = 4;
 inline constexpr std::size_t study_context = 128;
 
-template <PositionalEncoding PosEnc, std::floating_point S = float>
+template <class PosEnc, std::floating_point S = float>
 using StudyTransformer = CharTransformer<PosEnc, study_layers, study_dim, study_heads, S>;
 
 // The study's four models …

@@ -24,7 +24,7 @@
 #include "posenc/kernels/profile.hpp"
 #include "posenc/model/decoder_block.hpp"
 #include "posenc/model/kv_cache.hpp"
-#include "posenc/model/parameters.hpp"
+#include "posenc/parameters.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/threads.hpp"
 #include "posenc/train/adamw.hpp"
@@ -51,12 +51,12 @@ struct ModelConfig {
 };
 
 // token embedding + the policy's position signal → Layers × DecoderBlock → final LN → lm_head.
-template <PositionalEncoding PosEnc, std::size_t Layers, std::size_t Dim, std::size_t Heads,
-          std::floating_point Scalar = float>
+template <class PosEnc, std::size_t Layers, std::size_t Dim, std::size_t Heads, std::floating_point Scalar = float>
 class CharTransformer {
   static_assert(Layers > 0, "CharTransformer: Layers must be at least 1");
   static_assert(Heads > 0 && Dim % Heads == 0,
                 "CharTransformer: Dim must be divisible by Heads (each head gets Dim / Heads dimensions)");
+  static_assert(check_positional_encoding<PosEnc, Scalar, Dim, Heads>);  // names what PosEnc misses
 
  public:
   using S = Scalar;

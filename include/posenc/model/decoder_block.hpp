@@ -18,7 +18,7 @@
 #include "posenc/kernels/linear.hpp"
 #include "posenc/kernels/parallel.hpp"
 #include "posenc/kernels/profile.hpp"
-#include "posenc/model/parameters.hpp"
+#include "posenc/parameters.hpp"
 
 namespace posenc {
 
@@ -85,10 +85,11 @@ struct StepScratch {
 
 // LN → causal multi-head self-attention → residual → LN → MLP (D → 4D → D, GELU tanh) → residual.
 // Parameters are registered under nanoGPT's names, "transformer.h.{layer}.…".
-template <PositionalEncoding PosEnc, std::size_t Dim, std::size_t Heads, std::floating_point S = float>
+template <class PosEnc, std::size_t Dim, std::size_t Heads, std::floating_point S = float>
 class DecoderBlock {
   static_assert(Heads > 0 && Dim % Heads == 0,
                 "DecoderBlock: Dim must be divisible by Heads (each head gets Dim / Heads dimensions)");
+  static_assert(check_positional_encoding<PosEnc, S, Dim, Heads>);  // names what PosEnc misses
 
  public:
   static constexpr std::size_t dim = Dim;

@@ -7,7 +7,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/adamw.hpp"
-#include "posenc/model/parameters.hpp"
+#include "posenc/parameters.hpp"
 
 namespace posenc {
 

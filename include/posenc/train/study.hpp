@@ -14,7 +14,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/precision.hpp"
-#include "posenc/model/parameters.hpp"
+#include "posenc/parameters.hpp"
 #include "posenc/train/statistics.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"
