@@ -20,15 +20,15 @@ int run(int steps, int warmup, posenc::Precision precision) {
   StudyTransformer<Policy> model(ModelConfig{.vocab_size = posenc_bench::study_vocab,
                                              .context = posenc_bench::study_context,
                                              .precision = precision});
-  auto optimizer = model.make_optimizer();
+  auto optimizer = AdamW(model);
   Rng rng(7);
   Tokens x({posenc_bench::study_batch, posenc_bench::study_context}), y(x.shape());
   for (auto& id : x) id = static_cast<TokenId>(rng.uniform() * 65.0) % 65;
   for (auto& id : y) id = static_cast<TokenId>(rng.uniform() * 65.0) % 65;
-  for (int i = 0; i < warmup; ++i) model.train_step(x, y, optimizer);
+  for (int i = 0; i < warmup; ++i) train_step(model, x, y, optimizer);
   profile_reset();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) model.train_step(x, y, optimizer);
+  for (int i = 0; i < steps; ++i) train_step(model, x, y, optimizer);
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<ProfileEntry> entries = profile_entries();
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });

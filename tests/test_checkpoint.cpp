@@ -17,10 +17,10 @@ std::string temp_path(const std::string& name) {
 TEMPLATE_LIST_TEST_CASE("save → load gives a model with identical logits", "", AllPolicies) {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<TestType, 2, 16, 2> trained(tokenizer.vocab_size(), 8, 1);
-  auto optimizer = trained.make_optimizer({.lr = 1e-2});
+  auto optimizer = AdamW(trained, {.lr = 1e-2});
   const Tokens x = {{0, 1, 2, 3, 4, 5, 6, 0}, {6, 5, 4, 3, 2, 1, 0, 1}};
   const Tokens y = {{1, 2, 3, 4, 5, 6, 0, 1}, {5, 4, 3, 2, 1, 0, 1, 2}};
-  for (int i = 0; i < 3; ++i) trained.train_step(x, y, optimizer);  // away from the initialisation
+  for (int i = 0; i < 3; ++i) train_step(trained, x, y, optimizer);  // away from the initialisation
   const std::string path = temp_path(std::string(TestType::name) + ".safetensors");
   save_checkpoint(path, trained, tokenizer, 3, 1);
 
@@ -44,23 +44,23 @@ TEMPLATE_LIST_TEST_CASE("save → load gives a model with identical logits", "",
 TEST_CASE("the optimizer state round-trips, and a resumed step equals an uninterrupted one") {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<RoPE, 1, 8, 2> model(tokenizer.vocab_size(), 4, 2);
-  auto optimizer = model.make_optimizer();
+  auto optimizer = AdamW(model);
   const Tokens x = {{0, 1, 2, 3}}, y = {{1, 2, 3, 4}};
-  model.train_step(x, y, optimizer);
-  model.train_step(x, y, optimizer);
+  train_step(model, x, y, optimizer);
+  train_step(model, x, y, optimizer);
   const std::string model_path = temp_path("resume-model.safetensors");
   const std::string state_path = temp_path("resume-optimizer.safetensors");
   save_checkpoint(model_path, model, tokenizer, 2, 2);
   save_optimizer_state(state_path, optimizer, {{"note", "kept"}});
 
   CharTransformer<RoPE, 1, 8, 2> restored(tokenizer.vocab_size(), 4, 77);
-  auto restored_optimizer = restored.make_optimizer();
+  auto restored_optimizer = AdamW(restored);
   load_parameters(restored, read_safetensors(model_path));
   const auto meta = load_optimizer_state(read_safetensors(state_path), restored_optimizer);
   CHECK(meta.at("note") == "kept");
   CHECK(restored_optimizer.steps() == 2);
-  CHECK(model.train_step(x, y, optimizer) == restored.train_step(x, y, restored_optimizer));
-  CHECK(model.train_step(x, y, optimizer) == restored.train_step(x, y, restored_optimizer));
+  CHECK(train_step(model, x, y, optimizer) == train_step(restored, x, y, restored_optimizer));
+  CHECK(train_step(model, x, y, optimizer) == train_step(restored, x, y, restored_optimizer));
   std::filesystem::remove(model_path);
   std::filesystem::remove(state_path);
 }

@@ -413,14 +413,14 @@ TEST_CASE("a training step gives the same loss on one thread and on several") {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     CharTransformer<RoPE, 2, 16, 2> model(11, 40);
-    auto optimizer = model.make_optimizer();
+    auto optimizer = AdamW(model);
     Tokens x({3, 40}), y({3, 40});
     for (std::size_t i = 0; i < x.size(); ++i) {
       x.data()[i] = static_cast<TokenId>((i * 7) % 11);
       y.data()[i] = static_cast<TokenId>((i * 5 + 1) % 11);
     }
     float loss = 0;
-    for (int s = 0; s < 3; ++s) loss = model.train_step(x, y, optimizer);
+    for (int s = 0; s < 3; ++s) loss = train_step(model, x, y, optimizer);
     losses.push_back(loss);
   }
   CHECK(losses[0] == Approx(losses[1]).epsilon(1e-5));
@@ -456,9 +456,9 @@ TEST_CASE("a batch processed in chunks gives the whole batch's loss and gradient
       // train_step runs each chunk's forward and backward together: the same step
       Model a(ModelConfig{.vocab_size = V, .context = T, .chunk = chunk});
       Model b(ModelConfig{.vocab_size = V, .context = T, .chunk = 0});
-      auto oa = a.make_optimizer(), ob = b.make_optimizer();
-      CHECK(a.train_step(x, y, oa) == Approx(b.train_step(x, y, ob)).epsilon(1e-13));
-      CHECK(a.train_step(x, y, oa) == Approx(b.train_step(x, y, ob)).epsilon(1e-12));
+      auto oa = AdamW(a), ob = AdamW(b);
+      CHECK(train_step(a, x, y, oa) == Approx(train_step(b, x, y, ob)).epsilon(1e-13));
+      CHECK(train_step(a, x, y, oa) == Approx(train_step(b, x, y, ob)).epsilon(1e-12));
       // logits of forward() cover the whole batch
       const auto la = a.forward(x);
       const auto lb = b.forward(x);

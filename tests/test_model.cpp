@@ -299,13 +299,13 @@ TEST_CASE("determinism: the same seed gives bitwise-identical losses, another se
   CharDataset data(corpus + corpus + corpus);
   auto run = [&](std::uint64_t seed) {
     CharTransformer<RoPE, 2, 16, 2> model(data.vocab_size(), 8, seed);
-    auto optimizer = model.make_optimizer({.lr = 3e-3});
+    auto optimizer = AdamW(model, {.lr = 3e-3});
     BatchSampler sampler(data.train(), 4, 8, seed);
     Tokens x, y;
     std::vector<float> losses;
     for (int step = 0; step < 20; ++step) {
       sampler.sample(x, y);
-      losses.push_back(model.train_step(x, y, optimizer));
+      losses.push_back(train_step(model, x, y, optimizer));
     }
     return losses;
   };
@@ -322,13 +322,13 @@ TEMPLATE_LIST_TEST_CASE("learning: 200 steps cut the loss well below the uniform
   while (corpus.size() < 4000) corpus += words[rng.uniform_index(words.size())];
   CharDataset data(corpus);
   CharTransformer<TestType, 2, 32, 4> model(data.vocab_size(), 16, 17);
-  auto optimizer = model.make_optimizer({.lr = 3e-3});
+  auto optimizer = AdamW(model, {.lr = 3e-3});
   BatchSampler sampler(data.train(), 16, 16, 18);
   Tokens x, y;
   float loss = 0;
   for (int step = 0; step < 200; ++step) {
     sampler.sample(x, y);
-    loss = model.train_step(x, y, optimizer);
+    loss = train_step(model, x, y, optimizer);
   }
   const double uniform = std::log(static_cast<double>(data.vocab_size()));
   INFO(TestType::name << ": final loss " << loss << ", ln V = " << uniform);
@@ -371,8 +371,8 @@ TEST_CASE("bad input throws posenc::Error naming what was wrong") {
     CHECK_THROWS_WITH((CharTransformer<RoPE, 1, 8, 2>(5, 0)), Catch::Contains("context must be positive"));
   }
   SECTION("an optimizer built for another model") {
-    auto optimizer = learned.make_optimizer();
-    CHECK_THROWS_WITH(rope.train_step(x, x, optimizer), Catch::Contains("another model's table"));
+    auto optimizer = AdamW(learned);
+    CHECK_THROWS_WITH(train_step(rope, x, x, optimizer), Catch::Contains("another model's table"));
   }
 }
 

@@ -65,7 +65,7 @@ int main(int argc, char** argv) try {
   const auto start = std::chrono::steady_clock::now();
   for (int step = 1; step <= steps; ++step) {
     sampler.sample(x, y);
-    const float loss = model.train_step(x, y, optimizer);
+    const float loss = posenc::train_step(model, x, y, optimizer);
     if (step % 50 == 0 || step == steps) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -45,7 +45,9 @@
 
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/evaluation.hpp"
+#include "posenc/train/optimizer_state.hpp"
 #include "posenc/train/statistics.hpp"
 #include "posenc/train/study.hpp"
+#include "posenc/train/train_step.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"

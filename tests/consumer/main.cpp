@@ -12,7 +12,7 @@ int main() {
   float first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
     sampler.sample(x, y);
-    last = model.train_step(x, y, optimizer);
+    last = posenc::train_step(model, x, y, optimizer);
     if (step == 0) first = last;
   }
   std::printf("posenc %s consumer: loss %.4f -> %.4f over 30 steps\n", posenc::version_string,

@@ -3,7 +3,7 @@
 
 double train_in_unit_a() {
   posenc::CharTransformer<posenc::RoPE, 1, 8, 2, double> model(6, 4, 1);
-  auto optimizer = model.make_optimizer();
+  posenc::AdamW optimizer(model);
   posenc::Tokens x = {{0, 1, 2, 3}}, y = {{1, 2, 3, 4}};
-  return model.train_step(x, y, optimizer);
+  return posenc::train_step(model, x, y, optimizer);
 }

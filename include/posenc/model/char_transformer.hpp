@@ -27,7 +27,6 @@
 #include "posenc/parameters.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/threads.hpp"
-#include "posenc/train/adamw.hpp"
 
 namespace posenc {
 
@@ -63,7 +62,6 @@ class CharTransformer {
   using scalar_type = Scalar;
   using encoding = PosEnc;
   using Block = DecoderBlock<PosEnc, Dim, Heads, Scalar>;
-  using Optimizer = AdamW<Scalar>;
   static constexpr std::size_t layers = Layers;
   static constexpr std::size_t dim = Dim;
   static constexpr std::size_t heads = Heads;
@@ -175,17 +173,6 @@ class CharTransformer {
     ws_.has_loss = true;
     return static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
   }
-
-  // zero_grad, loss_and_backward and one optimizer step; returns the batch's loss before the step.
-  S train_step(const Tokens& inputs, const Tokens& targets, Optimizer& optimizer) {
-    zero_grad();
-    const S value = loss_and_backward(inputs, targets);
-    POSENC_PROFILE_SCOPE("optimizer: adamw");
-    optimizer.step(store_);
-    return value;
-  }
-
-  Optimizer make_optimizer(const AdamWConfig& config = {}) const { return Optimizer(table_, config); }
 
   std::size_t parameter_count() const { return table_->total_size(); }
   std::size_t vocab_size() const { return config_.vocab_size; }

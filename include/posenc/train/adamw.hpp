@@ -39,7 +39,6 @@ class AdamW {
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t steps) { steps_ = steps; }  // when restoring a saved state
   const AdamWConfig& config() const { return config_; }
-  void set_learning_rate(double lr) { config_.lr = lr; }
   ParameterBuffer<S>& first_moment() { return m_; }
   ParameterBuffer<S>& second_moment() { return v_; }
   const ParameterBuffer<S>& first_moment() const { return m_; }
@@ -51,5 +50,10 @@ class AdamW {
   ParameterBuffer<S> v_;
   std::int64_t steps_ = 0;
 };
+
+// AdamW opt(model) and AdamW opt(model, {.lr = 1e-3}) take the model's scalar type.
+template <class Model>
+  requires requires(const Model& m) { m.parameters().shared_table(); }
+AdamW(const Model&, const AdamWConfig& = {}) -> AdamW<typename Model::scalar_type>;
 
 }  // namespace posenc

@@ -10,6 +10,7 @@
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
 #include "posenc/train/adamw.hpp"
+#include "posenc/train/train_step.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/process_group.hpp"
 
@@ -56,7 +57,7 @@ class Trainer {
       : model_(model),
         data_(data),
         config_(checked(config, model, group)),
-        optimizer_(model.make_optimizer({.lr = config.lr, .weight_decay = config.weight_decay})),
+        optimizer_(model, {.lr = config.lr, .weight_decay = config.weight_decay}),
         sampler_(data.train(), config.batch, config.context, config.seed, "training split"),
         group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
 
@@ -106,7 +107,7 @@ class Trainer {
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
       sampler_.sample(x, y);
-      const double loss = group_ == nullptr ? static_cast<double>(model_.train_step(x, y, optimizer_))
+      const double loss = group_ == nullptr ? static_cast<double>(train_step(model_, x, y, optimizer_))
                                             : data_parallel_step(x, y);
       train_seconds_ += since(t0);
       // Past a non-finite loss every parameter soon is one too: stop rather than train on garbage.

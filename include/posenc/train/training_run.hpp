@@ -16,6 +16,7 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
+#include "posenc/train/optimizer_state.hpp"
 #include "posenc/train/process_group.hpp"
 #include "posenc/train/trainer.hpp"
 

@@ -1,0 +1,21 @@
+// train_step(): one optimizer step on a batch — zero the gradients, loss and backward, AdamW.
+#pragma once
+
+#include "posenc/kernels/profile.hpp"
+#include "posenc/tensor.hpp"
+#include "posenc/train/adamw.hpp"
+
+namespace posenc {
+
+// Returns the batch's mean loss before the step.
+template <class Model>
+typename Model::scalar_type train_step(Model& model, const Tokens& inputs, const Tokens& targets,
+                                       AdamW<typename Model::scalar_type>& optimizer) {
+  model.zero_grad();
+  const auto loss = model.loss_and_backward(inputs, targets);
+  POSENC_PROFILE_SCOPE("optimizer: adamw");
+  optimizer.step(model.store());
+  return loss;
+}
+
+}  // namespace posenc
