@@ -36,25 +36,62 @@ TEST_CASE("the published design plans 12 base runs and 4 extended runs") {
   CHECK(steps == 40'000);  // the issue's "40,000 training steps"
 }
 
-TEST_CASE("a run's configuration names the embedding start only when it is not the default") {
-  // Records made before the option have no such key and must still match the default design.
+TEST_CASE("a run's identity is its whole configuration but the corpus's path") {
   StudyDesign d;
+  d.run.data = "data/a.txt";
   const RunSpec run{"learned", 1337, 2000};
-  CHECK_FALSE(run_config(d, run, "digest").contains("embedding_std"));
-  d.embedding_std = 1.0;
-  const nlohmann::json changed = run_config(d, run, "digest");
-  CHECK(changed.at("embedding_std").get<double>() == 1.0);
-  CHECK(changed != run_config(StudyDesign{}, run, "digest"));
+  const RunConfig base = run_config(d, run, "fnv1a64:0123456789abcdef:100");
+  CHECK(base.posenc == "learned");
+  CHECK(base.train.seed == 1337);
+  CHECK(base.train.steps == 2000);
+  RunConfig moved = base;
+  moved.data = "elsewhere/a.txt";  // the same bytes somewhere else
+  CHECK(moved.same_run(base));
+  for (auto change : std::vector<void (*)(RunConfig&)>{
+           [](RunConfig& c) { c.embedding_std = 1.0; }, [](RunConfig& c) { c.precision = Precision::bf16; },
+           [](RunConfig& c) { c.train.lr = 3e-4; }, [](RunConfig& c) { c.train.eval_iters = 7; },
+           [](RunConfig& c) { c.heads = 2; }, [](RunConfig& c) { c.data_digest = "fnv1a64:other:100"; }}) {
+    RunConfig changed = base;
+    change(changed);
+    CHECK_FALSE(changed.same_run(base));
+  }
 }
 
-TEST_CASE("a run's configuration names bf16 precision, so fp32 records do not match a bf16 study") {
+TEST_CASE("a run configuration survives its JSON, and JSON written before a key existed reads as its default") {
   StudyDesign d;
-  const RunSpec run{"rope", 1337, 2000};
-  CHECK_FALSE(run_config(d, run, "digest").contains("precision"));  // records made before bf16 existed
-  d.precision = Precision::bf16;
-  const nlohmann::json bf16 = run_config(d, run, "digest");
-  CHECK(bf16.at("precision").get<std::string>() == "bf16");
-  CHECK(bf16 != run_config(StudyDesign{}, run, "digest"));
+  d.run.embedding_std = 1.0;
+  d.run.precision = Precision::bf16;
+  d.run.data = "corpus.txt";
+  const RunConfig c = run_config(d, RunSpec{"kerple", 7, 300}, "fnv1a64:0123456789abcdef:100");
+  CHECK(run_config_from_json(nlohmann::json::parse(to_json(c).dump()), "test") == c);
+
+  // A study record of 2026-11: no embedding_std, precision or data_digest; the digest under "data".
+  const nlohmann::json legacy = nlohmann::json::parse(R"({"batch": 32, "context": 128,
+      "data": "fnv1a64:8c00862c831d9e7a:1115394", "dim": 192, "eval_every": 250, "eval_iters": 200, "heads": 4,
+      "layers": 3, "lr": 0.001, "posenc": "rope", "seed": 42, "steps": 2000, "weight_decay": 0.01})");
+  const RunConfig old = run_config_from_json(legacy, "legacy record");
+  CHECK(old.data_digest == "fnv1a64:8c00862c831d9e7a:1115394");
+  CHECK(old.data.empty());
+  CHECK(old.embedding_std == init_std);
+  CHECK(old.precision == Precision::fp32);
+  StudyDesign published;
+  published.run.data = "data/tinyshakespeare/input.txt";
+  CHECK(old.same_run(run_config(published, RunSpec{"rope", 42, 2000}, "fnv1a64:8c00862c831d9e7a:1115394")));
+
+  nlohmann::json broken = legacy;
+  broken.erase("heads");
+  CHECK_THROWS_WITH(run_config_from_json(broken, "'x.json'"),
+                    Catch::Contains("'x.json' is not a run configuration") && Catch::Contains("heads"));
+  broken = legacy;
+  broken["precision"] = "fp8";
+  CHECK_THROWS_WITH(run_config_from_json(broken, "'x.json'"), Catch::Contains("fp8"));
+}
+
+TEST_CASE("corpus_digest tells corpora apart by content and size") {
+  CHECK(corpus_digest("abc") == corpus_digest(std::string("abc")));
+  CHECK(corpus_digest("abc") != corpus_digest("abd"));
+  CHECK(corpus_digest("abc").ends_with(":3"));
+  CHECK(corpus_digest("abc").starts_with("fnv1a64:"));
 }
 
 TEST_CASE("a run record survives its JSON") {

@@ -17,6 +17,7 @@
 
 #include <posenc/config.hpp>
 #include <posenc/io/safetensors.hpp>
+#include <posenc/model/aliases.hpp>
 #include <posenc/model/char_transformer.hpp>
 #include <posenc/model/generation.hpp>
 #include <posenc/train/evaluation.hpp>
@@ -28,7 +29,7 @@ namespace examples {
 // What a command line names: the positional encoding and the size.
 struct ModelShape {
   std::string posenc = "rope";
-  std::size_t layers = 3, dim = 192, heads = 4;
+  std::size_t layers = posenc::study_layers, dim = posenc::study_dim, heads = posenc::study_heads;
 };
 
 // The library's model-generic functions (posenc::run_training, evaluate_loss, ...) on one model.

@@ -28,12 +28,8 @@ namespace shakespeare {
 inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
 
 struct TrainOptions {
-  examples::ModelShape model;
-  posenc::TrainConfig config;
-  double embedding_std = posenc::init_std;
-  std::string precision = "fp32";  // of the training GEMMs (posenc::Precision)
-  std::string data = default_data;
-  std::string out;
+  posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
+  std::string precision = "fp32";  // as given; run.precision once checked
   bool resume = false;
 };
 
@@ -55,50 +51,17 @@ struct SampleOptions {
   posenc::SamplingOptions sampling;
 };
 
-nlohmann::json config_to_json(const TrainOptions& o) {
-  const posenc::TrainConfig& c = o.config;
-  return {{"posenc", o.model.posenc}, {"layers", o.model.layers}, {"dim", o.model.dim},
-          {"heads", o.model.heads},   {"steps", c.steps},         {"batch", c.batch},
-          {"context", c.context},     {"lr", c.lr},               {"weight_decay", c.weight_decay},
-          {"eval_every", c.eval_every}, {"eval_iters", c.eval_iters}, {"seed", c.seed},
-          {"embedding_std", o.embedding_std}, {"precision", o.precision}, {"data", o.data}};
-}
-
-TrainOptions config_from_json(const nlohmann::json& j, const std::string& where) {
-  try {
-    TrainOptions o;
-    o.model = {j.at("posenc").get<std::string>(), j.at("layers").get<std::size_t>(),
-               j.at("dim").get<std::size_t>(), j.at("heads").get<std::size_t>()};
-    o.config.steps = j.at("steps").get<std::int64_t>();
-    o.config.batch = j.at("batch").get<std::size_t>();
-    o.config.context = j.at("context").get<std::size_t>();
-    o.config.lr = j.at("lr").get<double>();
-    o.config.weight_decay = j.at("weight_decay").get<double>();
-    o.config.eval_every = j.at("eval_every").get<std::int64_t>();
-    o.config.eval_iters = j.at("eval_iters").get<std::size_t>();
-    o.config.seed = j.at("seed").get<std::uint64_t>();
-    o.embedding_std = j.value("embedding_std", posenc::init_std);  // runs made before the option
-    o.precision = j.value("precision", std::string("fp32"));       // likewise
-    posenc::parse_precision(o.precision);
-    o.data = j.at("data").get<std::string>();
-    return o;
-  } catch (const nlohmann::json::exception& e) {
-    posenc::fail("--resume: ", where, " is not a run configuration: ", e.what());
-  }
-}
-
-TrainOptions config_from_file(const std::string& path) {
+posenc::RunConfig config_from_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) posenc::fail("--resume: cannot open '", path, "'; is this a run directory?");
   try {
-    return config_from_json(nlohmann::json::parse(in), "'" + path + "'");
+    return posenc::run_config_from_json(nlohmann::json::parse(in), "--resume: '" + path + "'");
   } catch (const nlohmann::json::exception& e) {
     posenc::fail("--resume: '", path, "' is not JSON: ", e.what());
   }
 }
 
-posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
-  const std::string text = posenc::read_text_file(path);
+posenc::CharDataset make_dataset(const std::string& text, const std::string& path, const posenc::CharTokenizer* vocabulary) {
   try {
     return vocabulary != nullptr ? posenc::CharDataset(text, *vocabulary) : posenc::CharDataset(text);
   } catch (const posenc::Error& e) {
@@ -106,59 +69,63 @@ posenc::CharDataset load_corpus(const std::string& path, const posenc::CharToken
   }
 }
 
+posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
+  return make_dataset(posenc::read_text_file(path), path, vocabulary);
+}
+
 // With a process group (mpirun -np N), training is data-parallel: rank 0 reads and writes the run
 // directory and prints; every rank reads the corpus.
 int train(TrainOptions options, const std::string& out_given, std::int64_t steps_given,
           posenc::ProcessGroup* group) {
   const bool root = group == nullptr || group->is_root();
-  const std::string out = out_given.empty()
-                              ? "runs/" + options.model.posenc + "-seed" + std::to_string(options.config.seed)
-                              : out_given;
+  posenc::RunConfig& config = options.run;
+  const std::string out =
+      out_given.empty() ? "runs/" + config.posenc + "-seed" + std::to_string(config.train.seed) : out_given;
   const posenc::RunDirectory run(out);
   const std::string config_path = (run.dir() / "config.json").string();
-  const bool resume = options.resume;
-  if (root && resume) {
-    options = config_from_file(config_path);
-    options.resume = true;
-    if (steps_given > 0) options.config.steps = steps_given;  // extending a run is allowed
+  if (root && options.resume) {
+    config = config_from_file(config_path);
+    if (steps_given > 0) config.train.steps = steps_given;  // extending a run is allowed
   } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   }
   if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
-    std::string text = root ? config_to_json(options).dump() : std::string();
+    std::string text = root ? posenc::to_json(config).dump() : std::string();
     group->broadcast(text);
-    options = config_from_json(nlohmann::json::parse(text), "rank 0's configuration");
-    options.resume = resume;
+    config = posenc::run_config_from_json(nlohmann::json::parse(text), "rank 0's configuration");
   }
-  if (posenc::parse_precision(options.precision) == posenc::Precision::bf16)
+  if (config.precision == posenc::Precision::bf16)
     if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
-  posenc::CharDataset data = load_corpus(options.data, nullptr);
-  if (data.train().size() < options.config.context + 1 || data.val().size() < options.config.context + 1)
-    posenc::fail("data file '", options.data, "' is too short: its training split has ", data.train().size(),
+  const std::string text = posenc::read_text_file(config.data);
+  const std::string digest = posenc::corpus_digest(text);
+  if (options.resume && !config.data_digest.empty() && config.data_digest != digest)
+    posenc::fail("--resume: the corpus '", config.data, "' changed since the run started (", config.data_digest,
+                 ", now ", digest, "); the run cannot continue on other data");
+  config.data_digest = digest;
+  posenc::CharDataset data = make_dataset(text, config.data, nullptr);
+  if (data.train().size() < config.train.context + 1 || data.val().size() < config.train.context + 1)
+    posenc::fail("data file '", config.data, "' is too short: its training split has ", data.train().size(),
                  " and its validation split ", data.val().size(), " tokens; each needs at least context + 1 = ",
-                 options.config.context + 1);
+                 config.train.context + 1);
   if (root) {
     std::filesystem::create_directories(run.dir());
-    nlohmann::json config = config_to_json(options);
-    config["compute"] = examples::compute_json();  // this session's machine; not read back on resume
-    posenc::write_file_atomically(config_path, config.dump(2) + "\n");
+    nlohmann::json json = posenc::to_json(config);
+    json["compute"] = examples::compute_json();  // this session's machine; not read back on resume
+    posenc::write_file_atomically(config_path, json.dump(2) + "\n");
     std::printf("%s\n", examples::compute_summary().c_str());
   }
 
-  const auto model = examples::make_model(options.model, posenc::ModelConfig{.vocab_size = data.vocab_size(),
-                                                                           .context = options.config.context,
-                                                                           .seed = options.config.seed,
-                                                                           .embedding_std = options.embedding_std,
-                                                                           .precision = posenc::parse_precision(options.precision)});
+  const auto model = examples::make_model({config.posenc, config.layers, config.dim, config.heads},
+                                          config.model_config(data.vocab_size()));
   if (root)
     std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
-                options.resume ? "resuming" : "training", options.model.posenc.c_str(), model->parameter_count(),
-                options.model.layers, options.model.dim, options.model.heads, options.config.context,
-                static_cast<long long>(options.config.steps),
+                options.resume ? "resuming" : "training", config.posenc.c_str(), model->parameter_count(),
+                config.layers, config.dim, config.heads, config.train.context,
+                static_cast<long long>(config.train.steps),
                 group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
                 out.c_str());
   Progress progress(stdout, /*redraw=*/group == nullptr);
-  const double tokens_per_step = static_cast<double>(options.config.batch * options.config.context);
+  const double tokens_per_step = static_cast<double>(config.train.batch * config.train.context);
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) {
     const double eta =
@@ -167,7 +134,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
   if (!root) callbacks = {};  // rank 0 reports for the group
-  const auto records = model->train(data, options.config, run, options.resume, callbacks, group);
+  const auto records = model->train(data, config.train, run, options.resume, callbacks, group);
   if (!root) return 0;
   progress.line_break();
   const posenc::EvalRecord& last = records.back();
@@ -330,32 +297,33 @@ int main(int argc, char** argv) {
       "List the positional encodings (name, then what it is) and exit");
 
   TrainOptions t;
+  t.run.data = default_data;
   std::string out;
   std::int64_t steps_given = 0;
   auto* train_cmd = app.add_subcommand("train", "Train a model and write its run directory");
-  train_cmd->add_option("--posenc", t.model.posenc, "Positional encoding (--list-posenc lists them)")
+  train_cmd->add_option("--posenc", t.run.posenc, "Positional encoding (--list-posenc lists them)")
       ->check(CLI::IsMember(posenc::policy_names()))->capture_default_str();
   train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(positive_integer);
-  train_cmd->add_option("--seed", t.config.seed, "Seed of the initialisation and the batch sampler")->capture_default_str();
-  train_cmd->add_option("--batch", t.config.batch, "Windows per batch")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--context", t.config.context, "Tokens per window")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--lr", t.config.lr, "AdamW learning rate (constant)")->check(non_negative_number)->capture_default_str();
-  train_cmd->add_option("--weight-decay", t.config.weight_decay, "AdamW decoupled weight decay")->check(non_negative_number)->capture_default_str();
-  train_cmd->add_option("--eval-every", t.config.eval_every, "Steps between loss estimates and checkpoints")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--eval-iters", t.config.eval_iters, "Batches per loss estimate")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--embedding-std", t.embedding_std,
+  train_cmd->add_option("--seed", t.run.train.seed, "Seed of the initialisation and the batch sampler")->capture_default_str();
+  train_cmd->add_option("--batch", t.run.train.batch, "Windows per batch")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--context", t.run.train.context, "Tokens per window")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--lr", t.run.train.lr, "AdamW learning rate (constant)")->check(non_negative_number)->capture_default_str();
+  train_cmd->add_option("--weight-decay", t.run.train.weight_decay, "AdamW decoupled weight decay")->check(non_negative_number)->capture_default_str();
+  train_cmd->add_option("--eval-every", t.run.train.eval_every, "Steps between loss estimates and checkpoints")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--eval-iters", t.run.train.eval_iters, "Batches per loss estimate")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--embedding-std", t.run.embedding_std,
                         "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   train_cmd->add_option("--precision", t.precision,
                         "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
                         "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
-  train_cmd->add_option("--data", t.data, "Training text (any file)")->capture_default_str();
+  train_cmd->add_option("--data", t.run.data, "Training text (any file)")->capture_default_str();
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
-  train_cmd->add_option("--layers", t.model.layers, "Transformer blocks")->capture_default_str();
-  train_cmd->add_option("--dim", t.model.dim, "Model width")->capture_default_str();
-  train_cmd->add_option("--heads", t.model.heads, "Attention heads")->capture_default_str();
+  train_cmd->add_option("--layers", t.run.layers, "Transformer blocks")->capture_default_str();
+  train_cmd->add_option("--dim", t.run.dim, "Model width")->capture_default_str();
+  train_cmd->add_option("--heads", t.run.heads, "Attention heads")->capture_default_str();
 
   EvalOptions e;
   auto* eval_cmd = app.add_subcommand("eval", "Train and validation loss of a checkpoint");
@@ -405,7 +373,8 @@ int main(int argc, char** argv) {
                          " cannot be given with it (only --out, --steps and --threads)");
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
-      if (steps_given > 0) t.config.steps = steps_given;
+      if (steps_given > 0) t.run.train.steps = steps_given;
+      t.run.precision = posenc::parse_precision(t.precision);
       return train(t, out, steps_given, world.group().get());
     }
     if (*eval_cmd) return evaluate(e);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -30,16 +31,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-// A short fingerprint of the corpus (FNV-1a, 64 bits, and the size): a stored run made on other
-// data is never mistaken for a finished run of this study.
-std::string data_digest(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx:%zu", static_cast<unsigned long long>(h), text.size());
-  return buf;
-}
 
 // The view across the whole study: runs done, each running run's progress, and an ETA.
 class StudyProgress {
@@ -136,7 +127,7 @@ void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& re
 // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
 // finished base run of the same variant and seed), evaluates the final model by full passes (and
 // a base run at the --extrapolate lengths) and returns the run's record.
-posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec, const nlohmann::json& config,
+posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::RunSpec& spec, const posenc::RunConfig& config,
                  const posenc::CharDataset& data, const StudyPaths& paths, StudyProgress& progress,
                  std::size_t worker) {
   const posenc::RunDirectory run(paths.run_dir(spec));
@@ -144,7 +135,7 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
   bool resume = false;
   if (fs::exists(run.optimizer()) && fs::exists(marker)) {
     std::ifstream in(marker);
-    if (nlohmann::json::parse(in) != config)
+    if (!posenc::run_config_from_json(nlohmann::json::parse(in), "'" + marker.string() + "'").same_run(config))
       posenc::fail("run directory '", run.dir().string(), "' was made with another configuration; delete it to run again");
     resume = true;
   } else if (spec.steps > design.steps) {
@@ -160,17 +151,11 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
     }
   }
   fs::create_directories(run.dir());
-  posenc::write_file_atomically(marker.string(), config.dump(2) + "\n");
+  posenc::write_file_atomically(marker.string(), posenc::to_json(config).dump(2) + "\n");
 
-  posenc::TrainConfig train = design.train;
-  train.steps = spec.steps;
-  train.seed = spec.seed;
-  const auto model = examples::make_model({spec.variant, design.layers, design.dim, design.heads},
-                                          posenc::ModelConfig{.vocab_size = data.vocab_size(),
-                                                              .context = train.context,
-                                                              .seed = spec.seed,
-                                                              .embedding_std = design.embedding_std,
-                                                              .precision = design.precision});
+  const posenc::TrainConfig& train = config.train;
+  const auto model = examples::make_model({spec.variant, config.layers, config.dim, config.heads},
+                                          config.model_config(data.vocab_size()));
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(worker, r); };
@@ -322,7 +307,16 @@ int main(int argc, char** argv) {
   const examples::World world(argc, argv);  // MPI under mpirun: the runs spread over the ranks
   CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
   posenc::StudyDesign design;
-  std::string variants = "learned,sinusoidal,rope,alibi-single", seeds = "1337,2024,42", extended_seeds = "1337";
+  const auto join = [](const auto& items) {
+    std::string text;
+    for (const auto& item : items) {
+      std::ostringstream one;
+      one << item;
+      text += (text.empty() ? "" : ",") + one.str();
+    }
+    return text;
+  };
+  std::string variants = join(design.variants), seeds = join(design.seeds), extended_seeds = join(design.extended_seeds);
   std::string data = "data/tinyshakespeare/input.txt", out = "runs/study", precision = "fp32";
   std::string extrapolate;
   int jobs = 1, threads = 0;
@@ -336,22 +330,22 @@ int main(int argc, char** argv) {
   app.add_option("--steps", design.steps, "Steps of the base runs")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
   app.add_option("--extended-steps", design.extended_steps, "Steps of the extended runs (0: none)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
   app.add_option("--extended-seeds", extended_seeds, "Seeds of the extended runs")->capture_default_str();
-  app.add_option("--eval-every", design.train.eval_every, "Steps between loss estimates")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
-  app.add_option("--eval-iters", design.train.eval_iters, "Batches per loss estimate")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
-  app.add_option("--batch", design.train.batch, "Windows per batch")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
-  app.add_option("--context", design.train.context, "Tokens per window")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
-  app.add_option("--lr", design.train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--weight-decay", design.train.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--embedding-std", design.embedding_std,
+  app.add_option("--eval-every", design.run.train.eval_every, "Steps between loss estimates")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
+  app.add_option("--eval-iters", design.run.train.eval_iters, "Batches per loss estimate")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
+  app.add_option("--batch", design.run.train.batch, "Windows per batch")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
+  app.add_option("--context", design.run.train.context, "Tokens per window")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
+  app.add_option("--lr", design.run.train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--weight-decay", design.run.train.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--embedding-std", design.run.embedding_std,
                  "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--precision", precision,
                  "The training GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
                  "AVX512_BF16 or AMX)")
       ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
-  app.add_option("--layers", design.layers, "Transformer blocks")->capture_default_str();
-  app.add_option("--dim", design.dim, "Model width")->capture_default_str();
-  app.add_option("--heads", design.heads, "Attention heads")->capture_default_str();
+  app.add_option("--layers", design.run.layers, "Transformer blocks")->capture_default_str();
+  app.add_option("--dim", design.run.dim, "Model width")->capture_default_str();
+  app.add_option("--heads", design.run.heads, "Attention heads")->capture_default_str();
   app.add_option("--data", data, "Corpus")->capture_default_str();
   app.add_option("--out", out, "Study directory")->capture_default_str();
   app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")->check(CLI::Range(1, 64))->capture_default_str();
@@ -400,13 +394,13 @@ int main(int argc, char** argv) {
       design.extrapolate.push_back(std::stoul(L));
     }
     reject_repeats(design.extrapolate, "--extrapolate");
-    design.data = data;
-    design.precision = posenc::parse_precision(precision);
-    if (design.precision == posenc::Precision::bf16)
+    design.run.data = data;
+    design.run.precision = posenc::parse_precision(precision);
+    if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
     const std::string text = posenc::read_text_file(data);
     const posenc::CharDataset dataset(text);
-    const std::string digest = data_digest(text);
+    const std::string digest = posenc::corpus_digest(text);
     const StudyPaths paths{out};
     const int cores = threads > 0 ? threads : world.default_threads();
     if (threads > 0) posenc::set_num_threads(std::max(1, cores / jobs));
@@ -424,11 +418,11 @@ int main(int argc, char** argv) {
     std::int64_t pending_steps = 0;
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const posenc::RunSpec& spec = plan[i];
-      const nlohmann::json config = posenc::run_config(design, spec, digest);
+      const posenc::RunConfig config = posenc::run_config(design, spec, digest);
       if (const auto record = load_record(paths.record(spec))) {
-        if (record->config != config)
+        if (!record->config.same_run(config))
           posenc::fail("'", paths.record(spec).string(), "' holds a run made with another configuration (",
-                       record->config.dump(), "); use another --out or delete it");
+                       posenc::to_json(record->config).dump(), "); use another --out or delete it");
         continue;
       }
       pending.push_back(i);

@@ -115,6 +115,11 @@ expect_error "too-short data file" "is too short" "$bin" train "${tiny[@]}" --da
 mkdir -p unreadable.txt
 expect_error "unreadable data file (a directory)" "data file 'unreadable.txt'" "$bin" train "${tiny[@]}" --data unreadable.txt --out bad4
 expect_error "unknown --posenc" "--posenc" "$bin" train --posenc rotary --out bad5
+write_corpus drifting.txt 8
+"$bin" train "${tiny[@]}" --data drifting.txt --steps 10 --out drift > /dev/null 2>&1
+write_corpus drifting.txt 9  # other text under the same name
+expect_error "resume on a corpus that changed since the run started" "changed since the run started" \
+  "$bin" train --resume --out drift
 expect_error "non-positive --steps" "--steps" "$bin" train "${tiny[@]}" --data corpus.txt --steps 0 --out bad6
 expect_error "non-positive --batch" "--batch" "$bin" train "${small[@]}" --context 16 --data corpus.txt --batch -3 --out bad7
 expect_error "non-positive --context" "--context" "$bin" train "${small[@]}" --batch 4 --data corpus.txt --context 0 --out bad8

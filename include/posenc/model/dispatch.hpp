@@ -8,6 +8,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/encodings/all.hpp"
+#include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
 
 namespace posenc {
@@ -19,7 +20,7 @@ struct ModelSize {
 
 // The sizes the command-line programs are compiled for: the study's model, and a small one for
 // quick trials and tests. Each (policy, size) pair is one instantiation of CharTransformer.
-using DefaultModelSizes = std::tuple<ModelSize<3, 192, 4>, ModelSize<2, 64, 4>>;
+using DefaultModelSizes = std::tuple<ModelSize<study_layers, study_dim, study_heads>, ModelSize<2, 64, 4>>;
 
 template <class Sizes = DefaultModelSizes>
 std::string model_sizes_text() {

@@ -14,26 +14,30 @@
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/precision.hpp"
+#include "posenc/model/aliases.hpp"
 #include "posenc/parameters.hpp"
+#include "posenc/train/run_config.hpp"
 #include "posenc/train/statistics.hpp"
 #include "posenc/train/trainer.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
 
+// The published study's variants and seeds (its model is study_layers × study_dim × study_heads at
+// study_context, model/aliases.hpp).
+inline const std::vector<std::string> published_variants = {"learned", "sinusoidal", "rope", "alibi-single"};
+inline const std::vector<std::uint64_t> published_seeds = {1337, 2024, 42};
+
 // The published study's design; every field can be changed from the study's command line.
 struct StudyDesign {
-  std::vector<std::string> variants = {"learned", "sinusoidal", "rope", "alibi-single"};
-  std::vector<std::uint64_t> seeds = {1337, 2024, 42};
+  std::vector<std::string> variants = published_variants;
+  std::vector<std::uint64_t> seeds = published_seeds;
   std::int64_t steps = 2000;
   std::int64_t extended_steps = 4000;  // 0: no extended runs
   std::vector<std::uint64_t> extended_seeds = {1337};
-  std::size_t layers = 3, dim = 192, heads = 4;
-  double embedding_std = init_std;  // the embedding tables' start (ModelConfig::embedding_std)
-  Precision precision = Precision::fp32;  // the training GEMMs' (ModelConfig::precision)
-  TrainConfig train;  // batch, context, lr, weight decay, eval interval and iterations; steps and
-                      // seed are set per run
-  std::string data;
+  // Everything else every run shares: model size, training settings, initialisation, precision and
+  // corpus. Its posenc, steps and seed are each run's own (run_config).
+  RunConfig run;
   std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
 };
 
@@ -57,30 +61,20 @@ inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
   return runs;
 }
 
-// Everything that determines a run's numbers; a stored run is reused only when this matches.
-inline nlohmann::json run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
-  nlohmann::json config = {{"posenc", run.variant},
-                           {"seed", run.seed},
-                           {"steps", run.steps},
-                           {"layers", d.layers},
-                           {"dim", d.dim},
-                           {"heads", d.heads},
-                           {"batch", d.train.batch},
-                           {"context", d.train.context},
-                           {"lr", d.train.lr},
-                           {"weight_decay", d.train.weight_decay},
-                           {"eval_every", d.train.eval_every},
-                           {"eval_iters", d.train.eval_iters},
-                           {"data", data_digest}};
-  // Only when changed, so the records of studies made before the option still match.
-  if (d.embedding_std != init_std) config["embedding_std"] = d.embedding_std;
-  if (d.precision != Precision::fp32) config["precision"] = precision_name(d.precision);
-  return config;
+// One run of the design on the corpus whose corpus_digest() is data_digest: a stored run is reused
+// only when its configuration is the same run (RunConfig::same_run).
+inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
+  RunConfig c = d.run;
+  c.posenc = run.variant;
+  c.train.seed = run.seed;
+  c.train.steps = run.steps;
+  c.data_digest = data_digest;
+  return c;
 }
 
 // What one finished run leaves in its JSON file.
 struct RunRecord {
-  nlohmann::json config;
+  RunConfig config;
   std::vector<EvalRecord> curve;  // the estimates at every evaluation
   double final_train_loss = 0;    // deterministic full pass over the training split
   double final_val_loss = 0;      // … and over the validation split
@@ -98,15 +92,15 @@ struct RunRecord {
     return nullptr;
   }
   double generalization_gap() const { return final_val_loss - final_train_loss; }
-  std::string variant() const { return config.at("posenc").get<std::string>(); }
-  std::uint64_t seed() const { return config.at("seed").get<std::uint64_t>(); }
-  std::int64_t steps() const { return config.at("steps").get<std::int64_t>(); }
+  const std::string& variant() const { return config.posenc; }
+  std::uint64_t seed() const { return config.train.seed; }
+  std::int64_t steps() const { return config.train.steps; }
 };
 
 inline nlohmann::json to_json(const RunRecord& r) {
   nlohmann::json curve = nlohmann::json::array();
   for (const EvalRecord& e : r.curve) curve.push_back(to_json(e));
-  return {{"config", r.config},
+  return {{"config", to_json(r.config)},
           {"curve", curve},
           {"final_train_loss", r.final_train_loss},
           {"final_val_loss", r.final_val_loss},
@@ -119,7 +113,7 @@ inline nlohmann::json to_json(const RunRecord& r) {
 
 inline RunRecord run_record_from_json(const nlohmann::json& j) {
   RunRecord r;
-  r.config = j.at("config");
+  r.config = run_config_from_json(j.at("config"), "the record's configuration");
   for (const auto& e : j.at("curve")) r.curve.push_back(eval_record_from_json(e));
   r.final_train_loss = j.at("final_train_loss").get<double>();
   r.final_val_loss = j.at("final_val_loss").get<double>();
@@ -422,11 +416,11 @@ inline nlohmann::json summary_json(const StudySummary& s) {
           {"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
                       {"extrapolate", s.design.extrapolate},
                       {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
-                      {"layers", s.design.layers}, {"dim", s.design.dim}, {"heads", s.design.heads},
-                      {"batch", s.design.train.batch}, {"context", s.design.train.context},
-                      {"lr", s.design.train.lr}, {"weight_decay", s.design.train.weight_decay},
-                      {"embedding_std", s.design.embedding_std},
-                      {"precision", precision_name(s.design.precision)}}},
+                      {"layers", s.design.run.layers}, {"dim", s.design.run.dim}, {"heads", s.design.run.heads},
+                      {"batch", s.design.run.train.batch}, {"context", s.design.run.train.context},
+                      {"lr", s.design.run.train.lr}, {"weight_decay", s.design.run.train.weight_decay},
+                      {"embedding_std", s.design.run.embedding_std},
+                      {"precision", precision_name(s.design.run.precision)}}},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
@@ -464,18 +458,18 @@ inline std::string summary_markdown(const StudySummary& s) {
   std::ostringstream md;
   const StudyDesign& d = s.design;
   md << "# Study summary\n\n"
-     << d.layers << " layers, dim " << d.dim << ", " << d.heads << " heads, context " << d.train.context
-     << ", batch " << d.train.batch << ", AdamW lr " << d.train.lr << ", weight decay " << d.train.weight_decay
-     << ", embeddings initialised N(0, " << d.embedding_std << ")"
-     << (d.precision == Precision::bf16 ? ", bf16 GEMMs" : "")
+     << d.run.layers << " layers, dim " << d.run.dim << ", " << d.run.heads << " heads, context " << d.run.train.context
+     << ", batch " << d.run.train.batch << ", AdamW lr " << d.run.train.lr << ", weight decay " << d.run.train.weight_decay
+     << ", embeddings initialised N(0, " << d.run.embedding_std << ")"
+     << (d.run.precision == Precision::bf16 ? ", bf16 GEMMs" : "")
      << "; " << d.steps << " steps; seeds " ;
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
   md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
   if (!s.missing_runs.empty())
     md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
 
-  const bool published_design = d.layers == 3 && d.dim == 192 && d.heads == 4 && d.steps == 2000 &&
-                                d.train.context == 128 && d.train.batch == 32;
+  const bool published_design = d.run.layers == study_layers && d.run.dim == study_dim && d.run.heads == study_heads &&
+                                d.steps == 2000 && d.run.train.context == study_context && d.run.train.batch == 32;
   if (!published_design)
     md << "This design differs from the published one (3 layers, dim 192, 4 heads, context 128, batch 32, "
           "2000 steps): the published numbers are shown for reference only, not as a like-for-like comparison.\n\n";
@@ -526,7 +520,7 @@ inline std::string summary_markdown(const StudySummary& s) {
   }
 
   if (!s.extrapolation.empty()) {
-    md << "\n## Length extrapolation (validation loss, trained at context " << d.train.context << ")\n\n"
+    md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
        << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
           "cut into windows of the length, every target scored once. Sliding: windows of the length moved by half "
           "of it, each target scored once with at least half a window of context.\n";

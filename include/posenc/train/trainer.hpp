@@ -25,6 +25,7 @@ struct TrainConfig {
   std::int64_t eval_every = 250;
   std::size_t eval_iters = 200;
   std::uint64_t seed = 1337;  // the batch sampler's; the model's initialisation has its own
+  bool operator==(const TrainConfig&) const = default;
 };
 
 // One evaluation: the nanoGPT-style estimates at a step.

@@ -1,0 +1,108 @@
+// RunConfig: everything that determines a training run's numbers, and its JSON form, which both programs and the study write and read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/kernels/precision.hpp"
+#include "posenc/model/aliases.hpp"
+#include "posenc/model/char_transformer.hpp"
+#include "posenc/parameters.hpp"
+#include "posenc/train/trainer.hpp"
+
+namespace posenc {
+
+// A short fingerprint of a corpus (FNV-1a, 64 bits, and the size): a run made on other data is
+// never mistaken for one made on this.
+inline std::string corpus_digest(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx:%zu", static_cast<unsigned long long>(h), text.size());
+  return buf;
+}
+
+struct RunConfig {
+  std::string posenc = "rope";
+  std::size_t layers = study_layers, dim = study_dim, heads = study_heads;
+  TrainConfig train;  // steps, batch, context, learning rate, weight decay, evaluations, seed
+  double embedding_std = init_std;        // ModelConfig::embedding_std
+  Precision precision = Precision::fp32;  // ModelConfig::precision
+  std::string data;                       // the corpus's path
+  std::string data_digest;                // corpus_digest() of its bytes; empty when not known
+
+  // The model it trains; the seed is the run's, as the batch sampler's is.
+  ModelConfig model_config(std::size_t vocab_size) const {
+    return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
+                       .embedding_std = embedding_std, .precision = precision};
+  }
+  // Whether two configurations give the same numbers: every field but the corpus's path, so a
+  // corpus that moved is the same corpus (its digest says so).
+  bool same_run(const RunConfig& other) const {
+    RunConfig a = *this, b = other;
+    a.data.clear();
+    b.data.clear();
+    return a == b;
+  }
+  bool operator==(const RunConfig&) const = default;
+};
+
+inline nlohmann::json to_json(const RunConfig& c) {
+  return {{"posenc", c.posenc},
+          {"layers", c.layers},
+          {"dim", c.dim},
+          {"heads", c.heads},
+          {"steps", c.train.steps},
+          {"batch", c.train.batch},
+          {"context", c.train.context},
+          {"lr", c.train.lr},
+          {"weight_decay", c.train.weight_decay},
+          {"eval_every", c.train.eval_every},
+          {"eval_iters", c.train.eval_iters},
+          {"seed", c.train.seed},
+          {"embedding_std", c.embedding_std},
+          {"precision", precision_name(c.precision)},
+          {"data", c.data},
+          {"data_digest", c.data_digest}};
+}
+
+// Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
+// precision, data_digest) takes its default when missing, which is what those runs used; study
+// records kept the corpus's digest under "data". Anything else missing or mistyped is an error
+// naming `where`.
+inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view where) {
+  try {
+    RunConfig c;
+    c.posenc = j.at("posenc").get<std::string>();
+    c.layers = j.at("layers").get<std::size_t>();
+    c.dim = j.at("dim").get<std::size_t>();
+    c.heads = j.at("heads").get<std::size_t>();
+    c.train.steps = j.at("steps").get<std::int64_t>();
+    c.train.batch = j.at("batch").get<std::size_t>();
+    c.train.context = j.at("context").get<std::size_t>();
+    c.train.lr = j.at("lr").get<double>();
+    c.train.weight_decay = j.at("weight_decay").get<double>();
+    c.train.eval_every = j.at("eval_every").get<std::int64_t>();
+    c.train.eval_iters = j.at("eval_iters").get<std::size_t>();
+    c.train.seed = j.at("seed").get<std::uint64_t>();
+    c.embedding_std = j.value("embedding_std", init_std);
+    c.precision = parse_precision(j.value("precision", std::string("fp32")));
+    c.data = j.at("data").get<std::string>();
+    c.data_digest = j.value("data_digest", std::string());
+    if (c.data_digest.empty() && c.data.starts_with("fnv1a64:")) c.data_digest = std::exchange(c.data, "");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    fail(where, " is not a run configuration: ", e.what());
+  } catch (const Error& e) {
+    fail(where, " is not a run configuration: ", e.what());
+  }
+}
+
+}  // namespace posenc
