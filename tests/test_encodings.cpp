@@ -174,20 +174,6 @@ TEST_CASE("with_policy maps every runtime name onto its policy class") {
                         Catch::Contains("nope, learned, sinusoidal, rope, alibi, alibi-single"));
 }
 
-TEST_CASE("with_model maps a policy name and a size onto the CharTransformer built for them") {
-  using Sizes = std::tuple<ModelSize<1, 8, 2>, ModelSize<2, 16, 4>>;
-  std::string seen;
-  with_model<Sizes>("alibi", 2, 16, 4, [&]<class M>() {
-    seen = std::string(M::encoding::name) + " " + std::to_string(M::layers) + "/" + std::to_string(M::dim) + "/" +
-           std::to_string(M::heads);
-  });
-  CHECK(seen == "alibi 2/16/4");
-  CHECK_FALSE(with_model_size<Sizes>(2, 8, 2, []<class>() {}));
-  CHECK_THROWS_WITH(with_model<Sizes>("rope", 3, 192, 4, []<class>() {}),
-                    Catch::Contains("not built for a model of 3 layers, dim 192, 4 heads") &&
-                        Catch::Contains("1 layers × dim 8 × 2 heads, 2 layers × dim 16 × 4 heads"));
-}
-
 TEST_CASE("RoPE options: interleaved pairs 2i with 2i+1; partial rotates only its first dimensions") {
   ParameterTable table;
   ParameterStore<double> store(std::make_shared<ParameterTable>());

@@ -3,7 +3,7 @@
 
 #include <tuple>
 
-#include <posenc/model/dispatch.hpp>
+#include <posenc/model/model_sizes.hpp>
 
 namespace examples {
 

@@ -115,7 +115,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     std::printf("%s\n", examples::compute_summary().c_str());
   }
 
-  const auto model = examples::make_model({config.posenc, config.layers, config.dim, config.heads},
+  const auto model = examples::make_model(config.shape(),
                                           config.model_config(data.vocab_size()));
   if (root)
     std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
@@ -149,7 +149,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
 struct LoadedCheckpoint {
   posenc::CheckpointInfo info;
   posenc::CharTokenizer tokenizer;
-  std::unique_ptr<examples::AnyModel> model;
+  std::unique_ptr<posenc::AnyModel> model;
 };
 
 LoadedCheckpoint load_checkpoint(const std::string& path) {
@@ -166,7 +166,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
 
 // The validation loss at several lengths, in both protocols; a length a model cannot take (past
 // a learned table) is reported as not applicable, never clipped.
-void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
                       const EvalOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
@@ -176,7 +176,7 @@ void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& i
                 data.val().size() - 1, "length", "non-overlapping", "sliding window");
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
-    const nlohmann::json row = examples::evaluate_at_length(model, info.policy, data.val(), L, stride);
+    const nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride);
     if (!o.json) {
       if (row.contains("note"))
         std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
@@ -197,7 +197,7 @@ void evaluate_lengths(examples::AnyModel& model, const posenc::CheckpointInfo& i
 int evaluate(const EvalOptions& o) {
   const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
   const posenc::CheckpointInfo& info = checkpoint.info;
-  examples::AnyModel& model = *checkpoint.model;
+  posenc::AnyModel& model = *checkpoint.model;
   const posenc::CharDataset data = load_corpus(o.data, &checkpoint.tokenizer);
   if (!o.contexts.empty()) {
     evaluate_lengths(model, info, data, o);
@@ -206,7 +206,7 @@ int evaluate(const EvalOptions& o) {
   const std::size_t context = o.context != 0 ? o.context : info.context;
   if (context > model.max_context())
     posenc::fail("--context ", context, " is longer than this ", info.policy, " model accepts (", model.max_context(),
-                 info.policy == "learned" ? ", the rows of its position table)" : ")");
+                 model.context_bounded_by_position_table() ? ", the rows of its position table)" : ")");
   nlohmann::json result = {{"checkpoint", o.checkpoint}, {"data", o.data}, {"posenc", info.policy},
                            {"step", info.step},          {"context", context}};
   double train_loss, val_loss;

@@ -154,7 +154,7 @@ posenc::RunRecord execute_run(const posenc::StudyDesign& design, const posenc::R
   posenc::write_file_atomically(marker.string(), posenc::to_json(config).dump(2) + "\n");
 
   const posenc::TrainConfig& train = config.train;
-  const auto model = examples::make_model({spec.variant, config.layers, config.dim, config.heads},
+  const auto model = examples::make_model(config.shape(),
                                           config.model_config(data.vocab_size()));
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(worker, r); };
@@ -193,7 +193,7 @@ void extrapolate_record(const posenc::StudyDesign& design, posenc::RunRecord& re
   model->load_parameters(file);
   for (std::size_t L : missing)
     record.extrapolation.push_back(
-        examples::evaluate_at_length(*model, info.policy, data.val(), L, std::max<std::size_t>(1, L / 2)));
+        posenc::evaluate_at_length(*model, data.val(), L, std::max<std::size_t>(1, L / 2)));
 }
 
 #if POSENC_WITH_MPI

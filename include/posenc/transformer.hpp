@@ -32,7 +32,7 @@
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
 #include "posenc/model/decoder_block.hpp"
-#include "posenc/model/dispatch.hpp"
+#include "posenc/model/model_sizes.hpp"
 #include "posenc/model/generation.hpp"
 #include "posenc/model/kv_cache.hpp"
 
@@ -44,6 +44,7 @@
 #include "posenc/io/safetensors.hpp"
 
 #include "posenc/train/adamw.hpp"
+#include "posenc/train/any_model.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/optimizer_state.hpp"
 #include "posenc/train/statistics.hpp"

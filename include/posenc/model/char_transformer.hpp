@@ -178,6 +178,9 @@ class CharTransformer {
   std::size_t vocab_size() const { return config_.vocab_size; }
   std::size_t context() const { return config_.context; }
   std::size_t max_context() const { return max_context_; }
+  // Whether max_context() is where the encoding's position table ends (Learned's rows), which no
+  // ModelConfig::max_context can raise.
+  bool context_bounded_by_position_table() const { return max_context_ == position_.max_positions(); }
   const ModelConfig& config() const { return config_; }
   static constexpr std::string_view encoding_name() { return PosEnc::name; }
 
@@ -240,7 +243,7 @@ class CharTransformer {
     if (B == 0 || T == 0)
       fail("CharTransformer: ", what, " shape (", B, ",", T, ") is empty; expected (B,T) with B, T ≥ 1");
     if (T > max_context_) {
-      if (max_context_ == position_.max_positions())
+      if (context_bounded_by_position_table())
         fail("CharTransformer<", PosEnc::name, ">: ", what, " length ", T,
              " exceeds the learned position table (", max_context_, " rows)");
       fail("CharTransformer<", PosEnc::name, ">: ", what, " length ", T,

@@ -14,6 +14,7 @@
 #include "posenc/kernels/precision.hpp"
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
+#include "posenc/model/model_sizes.hpp"
 #include "posenc/parameters.hpp"
 #include "posenc/train/trainer.hpp"
 
@@ -38,6 +39,7 @@ struct RunConfig {
   std::string data;                       // the corpus's path
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
 
+  ModelShape shape() const { return {posenc, layers, dim, heads}; }
   // The model it trains; the seed is the run's, as the batch sampler's is.
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,

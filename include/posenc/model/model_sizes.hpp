@@ -1,4 +1,4 @@
-// ModelSize and with_model(): a runtime policy name and model size onto the compile-time CharTransformer.
+// ModelShape, ModelSize, DefaultModelSizes and with_model_size(): a model named at run time, and the sizes a program is compiled for.
 #pragma once
 
 #include <cstddef>
@@ -7,11 +7,15 @@
 #include <tuple>
 
 #include "posenc/config.hpp"
-#include "posenc/encodings/all.hpp"
 #include "posenc/model/aliases.hpp"
-#include "posenc/model/char_transformer.hpp"
 
 namespace posenc {
+
+// What a command line names: the positional encoding and the size.
+struct ModelShape {
+  std::string posenc = "rope";
+  std::size_t layers = study_layers, dim = study_dim, heads = study_heads;
+};
 
 template <std::size_t L, std::size_t D, std::size_t H>
 struct ModelSize {
@@ -50,18 +54,6 @@ template <class Sizes>
 [[noreturn]] void fail_unbuilt_model_size(std::size_t layers, std::size_t dim, std::size_t heads) {
   fail("this program is not built for a model of ", layers, " layers, dim ", dim, ", ", heads,
        " heads; it is built for: ", model_sizes_text<Sizes>());
-}
-
-// Calls f.template operator()<Model>() with Model = CharTransformer<policy, layers, dim, heads>
-// for a size listed in Sizes; throws posenc::Error naming the sizes there are otherwise.
-template <class Sizes = DefaultModelSizes, class F>
-void with_model(std::string_view policy, std::size_t layers, std::size_t dim, std::size_t heads, F&& f) {
-  with_policy(policy, [&]<class P>() {
-    if (!with_model_size<Sizes>(layers, dim, heads, [&]<class Size>() {
-          f.template operator()<CharTransformer<P, Size::layers, Size::dim, Size::heads>>();
-        }))
-      fail_unbuilt_model_size<Sizes>(layers, dim, heads);
-  });
 }
 
 }  // namespace posenc

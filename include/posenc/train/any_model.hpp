@@ -1,0 +1,142 @@
+// AnyModel: a CharTransformer of any policy and size behind one virtual interface, and make_any_model(), the runtime name-and-size dispatcher.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/encodings/all.hpp"
+#include "posenc/io/checkpoint.hpp"
+#include "posenc/io/safetensors.hpp"
+#include "posenc/model/aliases.hpp"
+#include "posenc/model/char_transformer.hpp"
+#include "posenc/model/model_sizes.hpp"
+#include "posenc/model/generation.hpp"
+#include "posenc/train/evaluation.hpp"
+#include "posenc/train/process_group.hpp"
+#include "posenc/train/training_run.hpp"
+
+namespace posenc {
+
+// The library's model-generic functions (run_training, evaluate_loss, ...) on one model.
+class AnyModel {
+ public:
+  virtual ~AnyModel() = default;
+  virtual std::string_view encoding_name() const = 0;
+  virtual std::size_t parameter_count() const = 0;
+  virtual std::size_t max_context() const = 0;
+  // Whether max_context() is the rows of a position table (Learned), not a chosen limit.
+  virtual bool context_bounded_by_position_table() const = 0;
+  virtual std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
+                                        bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) = 0;
+  virtual LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch) = 0;
+  virtual LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
+                                           std::size_t stride) = 0;
+  virtual double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
+                               std::size_t iterations, std::uint64_t seed, std::string_view split_name) = 0;
+  virtual void load_parameters(const SafetensorsFile& file) = 0;
+  virtual std::vector<TokenId> generate(const std::vector<TokenId>& prompt, std::size_t count,
+                                        const SamplingOptions& options) = 0;
+};
+
+// AnyModel implemented by one CharTransformer.
+template <class Model>
+class ModelOf final : public AnyModel {
+ public:
+  explicit ModelOf(const ModelConfig& config) : model_(config) {}
+
+  std::string_view encoding_name() const override { return Model::encoding_name(); }
+  std::size_t parameter_count() const override { return model_.parameter_count(); }
+  std::size_t max_context() const override { return model_.max_context(); }
+  bool context_bounded_by_position_table() const override { return model_.context_bounded_by_position_table(); }
+  std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
+                                bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) override {
+    return run_training(model_, data, config, run, resume, callbacks, group);
+  }
+  LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch) override {
+    return posenc::evaluate_loss(model_, tokens, context, batch);
+  }
+  LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
+                                   std::size_t stride) override {
+    return posenc::evaluate_loss_sliding(model_, tokens, length, stride);
+  }
+  double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
+                       std::size_t iterations, std::uint64_t seed, std::string_view split_name) override {
+    return posenc::estimate_loss(model_, tokens, batch, context, iterations, seed, split_name);
+  }
+  void load_parameters(const SafetensorsFile& file) override { posenc::load_parameters(model_, file); }
+  std::vector<TokenId> generate(const std::vector<TokenId>& prompt, std::size_t count,
+                                const SamplingOptions& options) override {
+    return posenc::generate(model_, prompt, count, options);
+  }
+
+ private:
+  Model model_;
+};
+
+// The model of `shape` among the policies of AllPolicies whose index i has i % Shards == Shard and
+// the sizes in Sizes; nullptr when it is not among them. Every (policy, size) pair it can return is
+// compiled where it is instantiated, so a program can spread the pairs over translation units
+// that build in parallel (examples/common/model_shard.cpp).
+template <std::size_t Shard, std::size_t Shards, class Sizes = DefaultModelSizes>
+std::unique_ptr<AnyModel> make_any_model_in_shard(const ModelShape& shape, const ModelConfig& config) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    std::unique_ptr<AnyModel> made;
+    (
+        [&] {
+          using Policy = std::tuple_element_t<I, AllPolicies>;
+          if constexpr (I % Shards == Shard)
+            if (!made && shape.posenc == Policy::name)
+              with_model_size<Sizes>(shape.layers, shape.dim, shape.heads, [&]<class Size>() {
+                made = std::make_unique<ModelOf<CharTransformer<Policy, Size::layers, Size::dim, Size::heads>>>(config);
+              });
+        }(),
+        ...);
+    return made;
+  }(std::make_index_sequence<std::tuple_size_v<AllPolicies>>{});
+}
+
+// A new model of `shape`; posenc::Error listing the known policies, or the sizes in Sizes, when
+// there is none. Compiles every policy at every size in Sizes.
+template <class Sizes = DefaultModelSizes>
+std::unique_ptr<AnyModel> make_any_model(const ModelShape& shape, const ModelConfig& config) {
+  with_policy(shape.posenc, []<class>() {});  // an unknown name fails here, listing the known ones
+  if (auto made = make_any_model_in_shard<0, 1, Sizes>(shape, config)) return made;
+  fail_unbuilt_model_size<Sizes>(shape.layers, shape.dim, shape.heads);
+}
+
+// The validation loss at one evaluation length in both protocols, as a JSON row {length, stride,
+// non_overlapping, sliding}; a length past what the model accepts (a learned table's rows) gives
+// nulls and a note saying why — never a clipped number.
+inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t length,
+                                         std::size_t stride) {
+  nlohmann::json row = {{"length", length}, {"stride", stride}};
+  const std::size_t targets = tokens.empty() ? 0 : tokens.size() - 1;
+  const auto not_applicable = [&](const std::string& why) {
+    row["non_overlapping"] = nullptr;
+    row["sliding"] = nullptr;
+    row["note"] = "not applicable: " + why;
+    return row;
+  };
+  if (length > model.max_context())
+    return not_applicable(model.context_bounded_by_position_table()
+                              ? "the " + std::string(model.encoding_name()) + " table has " +
+                                    std::to_string(model.max_context()) + " rows"
+                              : "longer than the model's maximum context " + std::to_string(model.max_context()));
+  if (length > targets)  // one window of the whole split would be a shorter length in disguise
+    return not_applicable("the split has only " + std::to_string(targets) + " targets");
+  // Batches of about 4,096 tokens, as the sliding protocol uses.
+  row["non_overlapping"] = model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length)).loss;
+  row["sliding"] = model.evaluate_loss_sliding(tokens, length, stride).loss;
+  return row;
+}
+
+}  // namespace posenc
