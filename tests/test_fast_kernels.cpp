@@ -23,9 +23,11 @@
 #include <posenc/transformer.hpp>
 
 #include "gradient_check.hpp"
+#include "thread_counts.hpp"
 
 using namespace posenc;
 using posenc_test::random_vector;
+using posenc_test::ThreadCounts;
 
 namespace {
 
@@ -51,11 +53,6 @@ template <class S>
 constexpr double tolerance() {
   return std::is_same_v<S, float> ? 2e-5 : 1e-12;
 }
-
-// Restores the default thread count when a test that changes it ends.
-struct ThreadCounts {
-  ~ThreadCounts() { set_num_threads(default_num_threads()); }
-};
 
 }  // namespace
 

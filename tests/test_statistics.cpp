@@ -5,7 +5,7 @@
 #include <numbers>
 #include <vector>
 
-#include <posenc/train/statistics.hpp>
+#include <posenc/study/statistics.hpp>
 
 using namespace posenc::stats;
 

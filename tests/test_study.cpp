@@ -1,10 +1,10 @@
-// Tests of train/study.hpp: the run plan, run records, and the summary's rankings, tests and tables.
+// Tests of study/: the design and its plan, run configurations and records, and the summary's rankings, tests and tables.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include <posenc/train/study.hpp>
+#include <posenc/study/summary.hpp>
 
 using namespace posenc;
 

@@ -1,9 +1,10 @@
-// The study: its design, the runs it plans, what each run records, and the summary statistics over them.
+// summarize_study(): the statistics over a study's finished runs, and the summary's JSON, CSV and Markdown.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -13,116 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
-#include "posenc/kernels/precision.hpp"
+#include "posenc/io/atomic_file.hpp"
 #include "posenc/model/aliases.hpp"
-#include "posenc/parameters.hpp"
-#include "posenc/train/run_config.hpp"
-#include "posenc/train/statistics.hpp"
-#include "posenc/train/trainer.hpp"
-#include "posenc/train/training_run.hpp"
+#include "posenc/study/design.hpp"
+#include "posenc/study/record.hpp"
+#include "posenc/study/statistics.hpp"
 
 namespace posenc {
-
-// The published study's variants and seeds (its model is study_layers × study_dim × study_heads at
-// study_context, model/aliases.hpp).
-inline const std::vector<std::string> published_variants = {"learned", "sinusoidal", "rope", "alibi-single"};
-inline const std::vector<std::uint64_t> published_seeds = {1337, 2024, 42};
-
-// The published study's design; every field can be changed from the study's command line.
-struct StudyDesign {
-  std::vector<std::string> variants = published_variants;
-  std::vector<std::uint64_t> seeds = published_seeds;
-  std::int64_t steps = 2000;
-  std::int64_t extended_steps = 4000;  // 0: no extended runs
-  std::vector<std::uint64_t> extended_seeds = {1337};
-  // Everything else every run shares: model size, training settings, initialisation, precision and
-  // corpus. Its posenc, steps and seed are each run's own (run_config).
-  RunConfig run;
-  std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
-};
-
-struct RunSpec {
-  std::string variant;
-  std::uint64_t seed = 0;
-  std::int64_t steps = 0;
-  std::string id() const {
-    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps);
-  }
-};
-
-// The base runs (every variant × seed), then the extended runs (every variant × extended seed).
-inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
-  std::vector<RunSpec> runs;
-  for (std::uint64_t seed : d.seeds)
-    for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps});
-  if (d.extended_steps > 0)
-    for (std::uint64_t seed : d.extended_seeds)
-      for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps});
-  return runs;
-}
-
-// One run of the design on the corpus whose corpus_digest() is data_digest: a stored run is reused
-// only when its configuration is the same run (RunConfig::same_run).
-inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
-  RunConfig c = d.run;
-  c.posenc = run.variant;
-  c.train.seed = run.seed;
-  c.train.steps = run.steps;
-  c.data_digest = data_digest;
-  return c;
-}
-
-// What one finished run leaves in its JSON file.
-struct RunRecord {
-  RunConfig config;
-  std::vector<EvalRecord> curve;  // the estimates at every evaluation
-  double final_train_loss = 0;    // deterministic full pass over the training split
-  double final_val_loss = 0;      // … and over the validation split
-  double wall_seconds = 0;
-  double tokens_per_second = 0;
-  std::string checkpoint;
-  // The final model's validation loss at other lengths: one entry per length with its stride and
-  // the non-overlapping and sliding-window losses (null where the model cannot take the length).
-  nlohmann::json extrapolation = nlohmann::json::array();
-
-  // The extrapolation entry of a length, if the record has one.
-  const nlohmann::json* extrapolation_at(std::size_t length) const {
-    for (const auto& e : extrapolation)
-      if (e.at("length").get<std::size_t>() == length) return &e;
-    return nullptr;
-  }
-  double generalization_gap() const { return final_val_loss - final_train_loss; }
-  const std::string& variant() const { return config.posenc; }
-  std::uint64_t seed() const { return config.train.seed; }
-  std::int64_t steps() const { return config.train.steps; }
-};
-
-inline nlohmann::json to_json(const RunRecord& r) {
-  nlohmann::json curve = nlohmann::json::array();
-  for (const EvalRecord& e : r.curve) curve.push_back(to_json(e));
-  return {{"config", to_json(r.config)},
-          {"curve", curve},
-          {"final_train_loss", r.final_train_loss},
-          {"final_val_loss", r.final_val_loss},
-          {"generalization_gap", r.generalization_gap()},
-          {"wall_seconds", r.wall_seconds},
-          {"tokens_per_second", r.tokens_per_second},
-          {"checkpoint", r.checkpoint},
-          {"extrapolation", r.extrapolation}};
-}
-
-inline RunRecord run_record_from_json(const nlohmann::json& j) {
-  RunRecord r;
-  r.config = run_config_from_json(j.at("config"), "the record's configuration");
-  for (const auto& e : j.at("curve")) r.curve.push_back(eval_record_from_json(e));
-  r.final_train_loss = j.at("final_train_loss").get<double>();
-  r.final_val_loss = j.at("final_val_loss").get<double>();
-  r.wall_seconds = j.at("wall_seconds").get<double>();
-  r.tokens_per_second = j.at("tokens_per_second").get<double>();
-  r.checkpoint = j.at("checkpoint").get<std::string>();
-  if (j.contains("extrapolation")) r.extrapolation = j.at("extrapolation");
-  return r;
-}
 
 // The published validation cross-entropy (mean ± sample std over seeds 1337, 2024, 42).
 struct PublishedResult {
@@ -566,6 +464,13 @@ inline std::string summary_markdown(const StudySummary& s) {
     }
   }
   return md.str();
+}
+
+// Writes OUT/summary.json, summary.csv and summary.md.
+inline void write_summary(const StudySummary& s, const std::filesystem::path& out) {
+  write_file_atomically((out / "summary.json").string(), summary_json(s).dump(2) + "\n");
+  write_file_atomically((out / "summary.csv").string(), summary_csv(s));
+  write_file_atomically((out / "summary.md").string(), summary_markdown(s));
 }
 
 }  // namespace posenc

@@ -1,0 +1,94 @@
+// StudyProgress: the study's console view — runs done, each running run's progress, and an ETA across the whole study.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <posenc/study/runner.hpp>
+
+#include "../common/duration.hpp"
+
+namespace study {
+
+class StudyProgress final : public posenc::StudyObserver {
+ public:
+  // prefix starts every line (a rank's name in a distributed study); remaining_steps 0: no ETA;
+  // redraw: a one-line view on a terminal (false under mpirun, which gives ranks a pseudo-terminal)
+  StudyProgress(std::size_t total_runs, std::size_t done, std::int64_t remaining_steps, bool redraw,
+                std::string prefix = "")
+      : total_(total_runs), done_(done), remaining_steps_(remaining_steps), prefix_(std::move(prefix)),
+        terminal_(redraw && ::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
+
+  void started(std::size_t worker, const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    if (workers_.size() <= worker) workers_.resize(worker + 1);
+    workers_[worker] = {id, 0, 0};
+    line("start " + id);
+  }
+  void step(std::size_t worker, const posenc::StepReport& r) override {
+    std::lock_guard lock(mutex_);
+    workers_[worker].step = r.step;
+    workers_[worker].total = r.total;
+    ++steps_done_;
+    if (terminal_) {
+      std::string text = "\r\x1b[K[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs]";
+      for (const Worker& w : workers_)
+        if (!w.id.empty()) text += "  " + w.id + " " + std::to_string(w.step) + "/" + std::to_string(w.total);
+      text += "  ETA " + eta();
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      dirty_ = true;
+    }
+  }
+  void eval(std::size_t worker, const posenc::EvalRecord& r) override {
+    std::lock_guard lock(mutex_);
+    char text[160];
+    std::snprintf(text, sizeof text, "%s step %lld: train %.4f val %.4f (estimates), ETA %s",
+                  workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss, eta().c_str());
+    line(text);
+  }
+  // steps_elsewhere: the steps of a run another rank trained, which step() never saw
+  void finished(std::size_t worker, const std::string& message, std::int64_t steps_elsewhere) override {
+    std::lock_guard lock(mutex_);
+    ++done_;
+    steps_done_ += steps_elsewhere;
+    workers_[worker].id.clear();
+    line("[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs] " + message);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Worker {
+    std::string id;
+    std::int64_t step = 0, total = 0;
+  };
+  std::string eta() const {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (steps_done_ == 0 || remaining_steps_ == 0) return "?";
+    return examples::format_duration(seconds / static_cast<double>(steps_done_) *
+                           static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
+  }
+  void line(const std::string& text) {
+    if (dirty_) std::fputc('\n', stdout);
+    dirty_ = false;
+    std::printf("%s%s\n", prefix_.c_str(), text.c_str());
+    std::fflush(stdout);
+  }
+  std::mutex mutex_;
+  std::size_t total_, done_;
+  std::int64_t remaining_steps_, steps_done_ = 0;
+  std::string prefix_;
+  bool terminal_, dirty_ = false;
+  Clock::time_point start_;
+  std::vector<Worker> workers_;
+};
+
+}  // namespace study

@@ -1,0 +1,96 @@
+// StudyDesign: which runs a study makes (variants × seeds, extended runs, extrapolation lengths), the plan of them, and its validation.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/encodings/all.hpp"
+#include "posenc/train/run_config.hpp"
+
+namespace posenc {
+
+// The published study's variants and seeds (its model is study_layers × study_dim × study_heads at
+// study_context, model/aliases.hpp).
+inline const std::vector<std::string> published_variants = {"learned", "sinusoidal", "rope", "alibi-single"};
+inline const std::vector<std::uint64_t> published_seeds = {1337, 2024, 42};
+
+// The published study's design; every field can be changed from the study's command line.
+struct StudyDesign {
+  std::vector<std::string> variants = published_variants;
+  std::vector<std::uint64_t> seeds = published_seeds;
+  std::int64_t steps = 2000;
+  std::int64_t extended_steps = 4000;  // 0: no extended runs
+  std::vector<std::uint64_t> extended_seeds = {1337};
+  // Everything else every run shares: model size, training settings, initialisation, precision and
+  // corpus. Its posenc, steps and seed are each run's own (run_config).
+  RunConfig run;
+  std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
+};
+
+struct RunSpec {
+  std::string variant;
+  std::uint64_t seed = 0;
+  std::int64_t steps = 0;
+  std::string id() const {
+    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps);
+  }
+};
+
+// The base runs (every variant × seed), then the extended runs (every variant × extended seed).
+inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
+  std::vector<RunSpec> runs;
+  for (std::uint64_t seed : d.seeds)
+    for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps});
+  if (d.extended_steps > 0)
+    for (std::uint64_t seed : d.extended_seeds)
+      for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps});
+  return runs;
+}
+
+// One run of the design on the corpus whose corpus_digest() is data_digest: a stored run is reused
+// only when its configuration is the same run (RunConfig::same_run).
+inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
+  RunConfig c = d.run;
+  c.posenc = run.variant;
+  c.train.seed = run.seed;
+  c.train.steps = run.steps;
+  c.data_digest = data_digest;
+  return c;
+}
+
+namespace detail {
+template <class T>
+void reject_repeats(const std::vector<T>& values, const char* what) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(what, ": '", values[i], "' is given twice");
+}
+}  // namespace detail
+
+// Throws posenc::Error naming the first problem (each `what` is the study CLI's option): a
+// repeated variant, seed or length would count the same runs twice in every statistic.
+inline void validate_design(const StudyDesign& d) {
+  if (d.variants.empty()) fail("--variants: no variant given");
+  if (d.seeds.empty()) fail("--seeds: no seed given");
+  detail::reject_repeats(d.variants, "--variants");
+  detail::reject_repeats(d.seeds, "--seeds");
+  detail::reject_repeats(d.extended_seeds, "--extended-seeds");
+  detail::reject_repeats(d.extrapolate, "--extrapolate");
+  for (const std::string& v : d.variants) with_policy(v, []<class>() {});  // an unknown name lists the known
+  if (d.steps < 1) fail("--steps ", d.steps, " must be at least 1");
+  if (d.extended_steps != 0 && d.extended_steps <= d.steps)
+    fail("--extended-steps ", d.extended_steps, " must exceed --steps ", d.steps, " (or be 0)");
+  if (d.extended_steps != 0)
+    for (std::uint64_t seed : d.extended_seeds)
+      if (std::find(d.seeds.begin(), d.seeds.end(), seed) == d.seeds.end())
+        fail("--extended-seeds: ", seed, " is not among --seeds; an extended run continues the base run of its seed");
+  for (std::size_t L : d.extrapolate)
+    if (L == 0) fail("--extrapolate: a length must be at least 1");
+}
+
+}  // namespace posenc

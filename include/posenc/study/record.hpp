@@ -1,0 +1,101 @@
+// RunRecord: what one finished run of a study leaves in its JSON file, and where a study keeps its files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/io/atomic_file.hpp"
+#include "posenc/study/design.hpp"
+#include "posenc/train/run_config.hpp"
+#include "posenc/train/trainer.hpp"
+#include "posenc/train/training_run.hpp"
+
+namespace posenc {
+
+// What one finished run leaves in its JSON file.
+struct RunRecord {
+  RunConfig config;
+  std::vector<EvalRecord> curve;  // the estimates at every evaluation
+  double final_train_loss = 0;    // deterministic full pass over the training split
+  double final_val_loss = 0;      // … and over the validation split
+  double wall_seconds = 0;
+  double tokens_per_second = 0;
+  std::string checkpoint;
+  // The final model's validation loss at other lengths: one entry per length with its stride and
+  // the non-overlapping and sliding-window losses (null where the model cannot take the length).
+  nlohmann::json extrapolation = nlohmann::json::array();
+
+  // The extrapolation entry of a length, if the record has one.
+  const nlohmann::json* extrapolation_at(std::size_t length) const {
+    for (const auto& e : extrapolation)
+      if (e.at("length").get<std::size_t>() == length) return &e;
+    return nullptr;
+  }
+  double generalization_gap() const { return final_val_loss - final_train_loss; }
+  const std::string& variant() const { return config.posenc; }
+  std::uint64_t seed() const { return config.train.seed; }
+  std::int64_t steps() const { return config.train.steps; }
+};
+
+inline nlohmann::json to_json(const RunRecord& r) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (const EvalRecord& e : r.curve) curve.push_back(to_json(e));
+  return {{"config", to_json(r.config)},
+          {"curve", curve},
+          {"final_train_loss", r.final_train_loss},
+          {"final_val_loss", r.final_val_loss},
+          {"generalization_gap", r.generalization_gap()},
+          {"wall_seconds", r.wall_seconds},
+          {"tokens_per_second", r.tokens_per_second},
+          {"checkpoint", r.checkpoint},
+          {"extrapolation", r.extrapolation}};
+}
+
+inline RunRecord run_record_from_json(const nlohmann::json& j) {
+  RunRecord r;
+  r.config = run_config_from_json(j.at("config"), "the record's configuration");
+  for (const auto& e : j.at("curve")) r.curve.push_back(eval_record_from_json(e));
+  r.final_train_loss = j.at("final_train_loss").get<double>();
+  r.final_val_loss = j.at("final_val_loss").get<double>();
+  r.wall_seconds = j.at("wall_seconds").get<double>();
+  r.tokens_per_second = j.at("tokens_per_second").get<double>();
+  r.checkpoint = j.at("checkpoint").get<std::string>();
+  if (j.contains("extrapolation")) r.extrapolation = j.at("extrapolation");
+  return r;
+}
+
+// A study directory: OUT/records/<run>.json, OUT/runs/<run>/ (a shakespeare run directory each),
+// OUT/summary.{json,csv,md}.
+struct StudyPaths {
+  std::filesystem::path out;
+  std::filesystem::path record(const RunSpec& r) const { return out / "records" / (r.id() + ".json"); }
+  std::filesystem::path run_dir(const RunSpec& r) const { return out / "runs" / r.id(); }
+};
+
+// The record at `path`, or nothing when there is none; a file that is not a record is an error.
+inline std::optional<RunRecord> load_record(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  std::ifstream in(path);
+  try {
+    return run_record_from_json(nlohmann::json::parse(in));
+  } catch (const nlohmann::json::exception& e) {
+    fail("run record '", path.string(), "' is not a run record: ", e.what(), " (delete it to run again)");
+  } catch (const Error& e) {
+    fail("run record '", path.string(), "': ", e.what(), " (delete it to run again)");
+  }
+}
+
+inline void write_record(const RunRecord& record, const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  write_file_atomically(path.string(), to_json(record).dump(2) + "\n");
+}
+
+}  // namespace posenc

@@ -1,0 +1,238 @@
+// StudyRunner: executes a study's runs — fresh, resumed or extended, N at a time — records them, extrapolates them, and collects the records.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/data/dataset.hpp"
+#include "posenc/io/atomic_file.hpp"
+#include "posenc/io/checkpoint.hpp"
+#include "posenc/io/safetensors.hpp"
+#include "posenc/study/design.hpp"
+#include "posenc/study/record.hpp"
+#include "posenc/train/any_model.hpp"
+#include "posenc/train/run_config.hpp"
+#include "posenc/train/training_run.hpp"
+
+namespace posenc {
+
+// Makes the model of a run: make_any_model<Sizes>, or a program's own (compiled in shards).
+using MakeModel = std::function<std::unique_ptr<AnyModel>(const ModelShape&, const ModelConfig&)>;
+
+// What a study reports while it runs. `job` names the slot a run occupies (a job thread, or an MPI
+// rank); calls for different jobs may come from different threads at once.
+class StudyObserver {
+ public:
+  virtual ~StudyObserver() = default;
+  virtual void started(std::size_t /*job*/, const std::string& /*run*/) {}
+  virtual void step(std::size_t /*job*/, const StepReport&) {}
+  virtual void eval(std::size_t /*job*/, const EvalRecord&) {}
+  // steps_elsewhere: the steps of a run trained where step() was not called (another rank)
+  virtual void finished(std::size_t /*job*/, const std::string& /*message*/, std::int64_t /*steps_elsewhere*/ = 0) {}
+};
+
+// The runs that failed, with what went wrong; safe to add to from several threads.
+class StudyFailures {
+ public:
+  void add(std::string what) {
+    std::lock_guard lock(mutex_);
+    list_.push_back(std::move(what));
+  }
+  std::vector<std::string> list() const {
+    std::lock_guard lock(mutex_);
+    return list_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> list_;
+};
+
+class StudyRunner {
+ public:
+  // `corpus` is the text every run trains on (its path is design.run.data).
+  StudyRunner(StudyDesign design, std::filesystem::path out, const std::string& corpus, MakeModel make_model)
+      : design_(validated(std::move(design))),
+        paths_{std::move(out)},
+        data_(corpus),
+        digest_(corpus_digest(corpus)),
+        make_model_(std::move(make_model)),
+        plan_(plan_runs(design_)) {}
+
+  const StudyDesign& design() const { return design_; }
+  const StudyPaths& paths() const { return paths_; }
+  const std::vector<RunSpec>& plan() const { return plan_; }
+  RunConfig config(const RunSpec& spec) const { return run_config(design_, spec, digest_); }
+
+  // The indices into plan() of the runs without a record. A record made with another
+  // configuration is an error, never silently reused.
+  std::vector<std::size_t> pending() const {
+    std::vector<std::size_t> pending;
+    for (std::size_t i = 0; i < plan_.size(); ++i) {
+      const RunSpec& spec = plan_[i];
+      if (const auto record = load_record(paths_.record(spec))) {
+        if (!record->config.same_run(config(spec)))
+          fail("'", paths_.record(spec).string(), "' holds a run made with another configuration (",
+               to_json(record->config).dump(), "); use another --out or delete it");
+        continue;
+      }
+      pending.push_back(i);
+    }
+    return pending;
+  }
+
+  // The steps those runs train: an extended run continues its base run, so only its steps past
+  // the base run count.
+  std::int64_t steps_to_train(const std::vector<std::size_t>& pending) const {
+    std::int64_t steps = 0;
+    for (std::size_t i : pending)
+      steps += plan_[i].steps > design_.steps ? plan_[i].steps - design_.steps : plan_[i].steps;
+    return steps;
+  }
+
+  // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
+  // finished base run of the same variant and seed), evaluates the final model by full passes (and
+  // a base run at the extrapolation lengths) and returns the run's record.
+  RunRecord execute(const RunSpec& spec, StudyObserver& observer, std::size_t job) const {
+    const RunConfig config = this->config(spec);
+    const RunDirectory run(paths_.run_dir(spec));
+    const std::filesystem::path marker = run.dir() / "study-run.json";
+    bool resume = false;
+    if (std::filesystem::exists(run.optimizer()) && std::filesystem::exists(marker)) {
+      std::ifstream in(marker);
+      if (!run_config_from_json(nlohmann::json::parse(in), "'" + marker.string() + "'").same_run(config))
+        fail("run directory '", run.dir().string(), "' was made with another configuration; delete it to run again");
+      resume = true;
+    } else if (spec.steps > design_.steps) {
+      // The first `steps` of an extended run are the base run (same seed, constant learning rate).
+      const RunSpec base{spec.variant, spec.seed, design_.steps};
+      const RunDirectory base_run(paths_.run_dir(base));
+      if (std::filesystem::exists(paths_.record(base)) && std::filesystem::exists(base_run.optimizer())) {
+        std::filesystem::create_directories(run.dir());
+        for (const auto& entry : std::filesystem::directory_iterator(base_run.dir()))
+          if (entry.path().filename() != "study-run.json")
+            std::filesystem::copy_file(entry.path(), run.dir() / entry.path().filename(),
+                                       std::filesystem::copy_options::overwrite_existing);
+        resume = true;
+      }
+    }
+    std::filesystem::create_directories(run.dir());
+    write_file_atomically(marker.string(), to_json(config).dump(2) + "\n");
+
+    const auto model = make_model_(config.shape(), config.model_config(data_.vocab_size()));
+    TrainingCallbacks callbacks;
+    callbacks.on_step = [&](const StepReport& r) { observer.step(job, r); };
+    callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
+    const auto curve = model->train(data_, config.train, run, resume, callbacks, nullptr);
+    RunRecord record;
+    record.config = config;
+    record.curve = curve;
+    record.final_train_loss = model->evaluate_loss(data_.train(), config.train.context, config.train.batch).loss;
+    record.final_val_loss = model->evaluate_loss(data_.val(), config.train.context, config.train.batch).loss;
+    record.wall_seconds = curve.back().elapsed_seconds;
+    record.tokens_per_second = curve.back().tokens_per_second;
+    record.checkpoint = run.final_model();
+    if (spec.steps == design_.steps) extrapolate(record);
+    return record;
+  }
+
+  // Adds the extrapolation lengths the record lacks, evaluating its final checkpoint.
+  void extrapolate(RunRecord& record) const {
+    std::vector<std::size_t> missing;
+    for (std::size_t L : design_.extrapolate)
+      if (record.extrapolation_at(L) == nullptr) missing.push_back(L);
+    if (missing.empty()) return;
+    const SafetensorsFile file = read_safetensors(record.checkpoint);
+    const CheckpointInfo info = read_checkpoint_info(file);
+    const std::size_t longest = *std::max_element(missing.begin(), missing.end());
+    const auto model = make_model_({info.policy, info.layers, info.dim, info.heads},
+                                   ModelConfig{.vocab_size = data_.vocab_size(),
+                                               .context = info.context,
+                                               .max_context = std::max(longest, 16 * info.context)});
+    model->load_parameters(file);
+    for (std::size_t L : missing)
+      record.extrapolation.push_back(evaluate_at_length(*model, data_.val(), L, std::max<std::size_t>(1, L / 2)));
+  }
+
+  // Executes plan()[pending[i]] for i = next++ until none is left, recording each; a failed run is
+  // reported and added to `failures`, and the job goes on. `where` follows each run's name in the
+  // messages (an MPI rank). Several jobs may share `next`.
+  void work(std::size_t job, const std::vector<std::size_t>& pending, std::atomic<std::size_t>& next,
+            StudyObserver& observer, StudyFailures& failures, const std::string& where = "") const {
+    for (std::size_t i = next++; i < pending.size(); i = next++) {
+      const RunSpec& spec = plan_[pending[i]];
+      observer.started(job, spec.id() + where);
+      try {
+        write_record(execute(spec, observer, job), paths_.record(spec));
+        observer.finished(job, "done " + spec.id() + where);
+      } catch (const std::exception& e) {
+        failures.add(spec.id() + where + ": " + e.what());
+        observer.finished(job, "FAILED " + spec.id() + where + ": " + e.what());
+      }
+    }
+  }
+
+  // The pending runs, `jobs` at a time, each handed out when a job is free, so a slow run never
+  // idles the others. The caller sets the threads each run's kernels use.
+  void run(const std::vector<std::size_t>& pending, std::size_t jobs, StudyObserver& observer,
+           StudyFailures& failures) const {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> threads;
+    for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j)
+      threads.emplace_back([&, j] { work(j, pending, next, observer, failures); });
+    work(0, pending, next, observer, failures);
+    for (auto& t : threads) t.join();
+  }
+
+  // Every finished run's record, in plan order. With `extrapolate_finished`, records that lack an
+  // extrapolation length are evaluated there and rewritten (their checkpoints must be here); a
+  // record that cannot be is added to `failures` and kept as it is.
+  std::vector<RunRecord> records(bool extrapolate_finished, StudyFailures& failures) const {
+    std::vector<RunRecord> records;
+    for (const RunSpec& spec : plan_)
+      if (auto r = load_record(paths_.record(spec))) {
+        if (extrapolate_finished && spec.steps == design_.steps && !design_.extrapolate.empty()) {
+          try {
+            const std::size_t before = r->extrapolation.size();
+            extrapolate(*r);
+            if (r->extrapolation.size() != before) write_record(*r, paths_.record(spec));
+          } catch (const std::exception& e) {
+            failures.add(spec.id() + " (extrapolation): " + e.what());
+          }
+        }
+        records.push_back(std::move(*r));
+      }
+    return records;
+  }
+
+ private:
+  static StudyDesign validated(StudyDesign d) {
+    validate_design(d);
+    return d;
+  }
+
+  StudyDesign design_;
+  StudyPaths paths_;
+  CharDataset data_;
+  std::string digest_;
+  MakeModel make_model_;
+  std::vector<RunSpec> plan_;
+};
+
+}  // namespace posenc

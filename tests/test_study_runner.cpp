@@ -1,0 +1,247 @@
+// Tests of study/runner.hpp: a study's runs executed, resumed after an interruption, extended, extrapolated and collected.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "thread_counts.hpp"
+
+using namespace posenc;
+using posenc_test::ThreadCounts;
+
+namespace {
+
+using TinySizes = std::tuple<ModelSize<1, 8, 2>>;
+
+std::string corpus() {
+  std::string text;
+  Rng rng(5);
+  const std::vector<std::string> words = {"to ", "be ", "or ", "not ", "that ", "is ", "the ", "question\n"};
+  while (text.size() < 6000) text += words[rng.uniform_index(words.size())];
+  return text;
+}
+
+StudyDesign tiny_design() {
+  StudyDesign d;
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2};
+  d.steps = 6;
+  d.extended_steps = 10;
+  d.extended_seeds = {1};
+  d.run.layers = 1;
+  d.run.dim = 8;
+  d.run.heads = 2;
+  d.run.train.batch = 2;
+  d.run.train.context = 8;
+  d.run.train.eval_every = 3;
+  d.run.train.eval_iters = 2;
+  d.run.data = "corpus.txt";
+  d.extrapolate = {16};
+  return d;
+}
+
+// A fresh directory under the system's temporary one, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("posenc-test-" + name)) {
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// Stops the run it is watching by throwing at a chosen step, as an interruption would.
+class InterruptAt final : public StudyObserver {
+ public:
+  explicit InterruptAt(std::int64_t step) : step_(step) {}
+  void step(std::size_t, const StepReport& r) override {
+    if (r.step == step_) throw std::runtime_error("interrupted");
+  }
+
+ private:
+  std::int64_t step_;
+};
+
+// Counts the training steps it sees.
+class StepCounter final : public StudyObserver {
+ public:
+  void step(std::size_t, const StepReport&) override { ++steps; }
+  std::atomic<std::int64_t> steps{0};
+};
+
+void check_same_numbers(const RunRecord& a, const RunRecord& b) {
+  CHECK(a.config == b.config);
+  CHECK(a.final_train_loss == b.final_train_loss);
+  CHECK(a.final_val_loss == b.final_val_loss);
+  REQUIRE(a.curve.size() == b.curve.size());
+  for (std::size_t i = 0; i < a.curve.size(); ++i) {
+    CHECK(a.curve[i].step == b.curve[i].step);
+    CHECK(a.curve[i].train_loss == b.curve[i].train_loss);
+    CHECK(a.curve[i].val_loss == b.curve[i].val_loss);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a study runs every run of its plan, with two jobs, and then has nothing pending") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-all");
+  const StudyRunner runner(tiny_design(), dir.path, corpus(), make_any_model<TinySizes>);
+  REQUIRE(runner.plan().size() == 6);  // 2 variants × 2 seeds, + 2 extended runs of seed 1
+  const auto pending = runner.pending();
+  CHECK(pending.size() == 6);
+  CHECK(runner.steps_to_train(pending) == 4 * 6 + 2 * 4);  // an extended run trains only its last 4 steps
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(pending, 2, quiet, failures);
+  CHECK(failures.list().empty());
+  CHECK(runner.pending().empty());
+
+  const std::vector<RunRecord> records = runner.records(false, failures);
+  REQUIRE(records.size() == 6);
+  for (const RunRecord& r : records) {
+    CHECK(std::filesystem::exists(r.checkpoint));
+    CHECK(r.curve.back().step == r.steps());
+    CHECK(r.final_val_loss > 0);
+    if (r.steps() == 6) {  // base runs are evaluated at the extrapolation length
+      REQUIRE(r.extrapolation_at(16) != nullptr);
+      CHECK(r.extrapolation_at(16)->at("non_overlapping").get<double>() > 0);
+    }
+  }
+  const StudySummary summary = summarize_study(runner.design(), records);
+  CHECK(summary.missing_runs.empty());
+  CHECK(summary.ranking_complete);
+}
+
+TEST_CASE("an extended run continues its base run: it trains only the steps past it, and equals an uninterrupted run") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir with_base("study-runner-extended"), direct("study-runner-direct");
+  StudyDesign d = tiny_design();
+  d.variants = {"kerple"};
+  d.seeds = {1};
+  d.extrapolate.clear();
+  const StudyRunner extended(d, with_base.path, corpus(), make_any_model<TinySizes>);
+  StepCounter counter;
+  StudyFailures failures;
+  extended.run(extended.pending(), 1, counter, failures);
+  CHECK(counter.steps == 6 + 4);  // not 6 + 10
+  StudyObserver quiet;
+  d.steps = 10;
+  d.extended_steps = 0;
+  const StudyRunner straight(d, direct.path, corpus(), make_any_model<TinySizes>);
+  straight.run(straight.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const auto continued = load_record(extended.paths().record({"kerple", 1, 10}));
+  const auto uninterrupted = load_record(straight.paths().record({"kerple", 1, 10}));
+  REQUIRE(continued);
+  REQUIRE(uninterrupted);
+  check_same_numbers(*continued, *uninterrupted);
+}
+
+TEST_CASE("an interrupted run is reported, and running the study again resumes it to the same numbers") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir interrupted("study-runner-interrupted"), whole("study-runner-whole");
+  StudyDesign d = tiny_design();
+  d.variants = {"t5"};
+  d.seeds = {2};
+  d.extended_steps = 0;
+  const StudyRunner runner(d, interrupted.path, corpus(), make_any_model<TinySizes>);
+  InterruptAt stop(5);  // after the checkpoint of step 3
+  StudyFailures failures;
+  runner.run(runner.pending(), 1, stop, failures);
+  REQUIRE(failures.list().size() == 1);
+  CHECK(failures.list()[0].find("t5-seed2-steps6: interrupted") != std::string::npos);
+  CHECK(runner.pending().size() == 1);
+  CHECK(std::filesystem::exists(runner.paths().run_dir({"t5", 2, 6}) / "optimizer.safetensors"));
+
+  StepCounter resumed;
+  StudyFailures none;
+  runner.run(runner.pending(), 1, resumed, none);
+  CHECK(resumed.steps == 3);  // from the checkpoint of step 3, not from the start
+  StudyObserver quiet;
+  const StudyRunner reference(d, whole.path, corpus(), make_any_model<TinySizes>);
+  reference.run(reference.pending(), 1, quiet, none);
+  REQUIRE(none.list().empty());
+  check_same_numbers(*load_record(runner.paths().record({"t5", 2, 6})),
+                     *load_record(reference.paths().record({"t5", 2, 6})));
+}
+
+TEST_CASE("a record of another configuration is an error, and a new extrapolation length is added to old records") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-config");
+  StudyDesign d = tiny_design();
+  d.variants = {"learned"};
+  d.seeds = {1};
+  d.extended_steps = 0;
+  d.extrapolate.clear();
+  StudyObserver quiet;
+  StudyFailures failures;
+  const StudyRunner first(d, dir.path, corpus(), make_any_model<TinySizes>);
+  first.run(first.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+
+  StudyDesign longer = d;
+  longer.extrapolate = {8, 16};
+  const StudyRunner again(longer, dir.path, corpus(), make_any_model<TinySizes>);
+  CHECK(again.pending().empty());  // the extrapolation lengths are not part of a run's identity
+  const std::vector<RunRecord> records = again.records(true, failures);
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].extrapolation_at(8)->at("non_overlapping").get<double>() > 0);
+  CHECK(records[0].extrapolation_at(16)->at("note").get<std::string>().find("learned table has 8 rows") !=
+        std::string::npos);
+  CHECK(load_record(again.paths().record({"learned", 1, 6}))->extrapolation_at(8) != nullptr);  // rewritten
+
+  StudyDesign other = d;
+  other.run.train.lr = 0.5;
+  const StudyRunner mismatched(other, dir.path, corpus(), make_any_model<TinySizes>);
+  CHECK_THROWS_WITH(mismatched.pending(), Catch::Contains("another configuration"));
+}
+
+TEST_CASE("a run that cannot be made is reported, and the job goes on to the next") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-failure");
+  StudyDesign d = tiny_design();
+  d.variants = {"rope"};
+  d.extended_steps = 0;
+  d.extrapolate.clear();
+  d.run.layers = 2;  // not among TinySizes
+  const StudyRunner runner(d, dir.path, corpus(), make_any_model<TinySizes>);
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(runner.pending(), 2, quiet, failures);
+  REQUIRE(failures.list().size() == 2);
+  CHECK(failures.list()[0].find("not built for a model of 2 layers") != std::string::npos);
+}
+
+TEST_CASE("validate_design names the first problem of a design") {
+  const auto problem = [](auto change) {
+    StudyDesign d = tiny_design();
+    change(d);
+    try {
+      validate_design(d);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(problem([](StudyDesign&) {}).empty());
+  CHECK(problem([](StudyDesign& d) { d.variants = {"rope", "alibi", "rope"}; }) == "--variants: 'rope' is given twice");
+  CHECK(problem([](StudyDesign& d) { d.seeds = {2, 1, 2}; }) == "--seeds: '2' is given twice");
+  CHECK(problem([](StudyDesign& d) { d.variants = {}; }) == "--variants: no variant given");
+  CHECK(problem([](StudyDesign& d) { d.variants = {"rotary"}; }).find("unknown positional encoding 'rotary'") == 0);
+  CHECK(problem([](StudyDesign& d) { d.extended_seeds = {7}; }).find("--extended-seeds: 7 is not among --seeds") == 0);
+  CHECK(problem([](StudyDesign& d) { d.extended_steps = 6; }) == "--extended-steps 6 must exceed --steps 6 (or be 0)");
+  CHECK(problem([](StudyDesign& d) { d.extrapolate = {16, 16}; }) == "--extrapolate: '16' is given twice");
+  CHECK(problem([](StudyDesign& d) { d.extrapolate = {0}; }) == "--extrapolate: a length must be at least 1");
+}
