@@ -1,4 +1,4 @@
-// ProfileScope and POSENC_PROFILE_SCOPE: wall-clock time per named region of the model, recorded only when POSENC_PROFILE is defined.
+// ProfileScope, POSENC_PROFILE_SCOPE and profiled(): wall-clock time per named region of the model, recorded only when POSENC_PROFILE is defined.
 #pragma once
 
 #include <chrono>
@@ -56,3 +56,15 @@ class ProfileScope {
 #else
 #define POSENC_PROFILE_SCOPE(name) static_cast<void>(0)
 #endif
+
+namespace posenc {
+
+// Runs step(), timed under `name` (a string literal) when POSENC_PROFILE is defined, so a layer's
+// steps read as one call each: profiled("forward: gelu", [&] { gelu_forward(...); }).
+template <class Step>
+void profiled([[maybe_unused]] const char* name, Step&& step) {
+  POSENC_PROFILE_SCOPE(name);
+  step();
+}
+
+}  // namespace posenc

@@ -302,20 +302,14 @@ class CharTransformer {
     const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
     const auto& p = store_.values;
     S* logits = ws_.logits.data() + b0 * T * V;
-    {
-      POSENC_PROFILE_SCOPE("forward: embedding");
-      embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
-                        position_.positions(store_, T), n, T, Dim, V);
-    }
+    profiled("forward: embedding", [&] { embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
+                                         position_.positions(store_, T), n, T, Dim, V); });
     for (std::size_t l = 0; l < Layers; ++l)
       blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T);
-    {
-      POSENC_PROFILE_SCOPE("forward: layernorm");
-      fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(), ws_.lnf_rstd.data(),
-                              residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim);
-    }
-    POSENC_PROFILE_SCOPE("forward: linear lm_head");
-    fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
+    profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
+                                         ws_.lnf_rstd.data(), residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
+    profiled("forward: linear lm_head",
+             [&] { fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision); });
     ws_.saved_chunk = b0;
   }
 
@@ -335,45 +329,37 @@ class CharTransformer {
     const auto& p = store_.values;
     auto& g = store_.grads;
     const TokenId* inputs = ws_.inputs.data() + b0 * T;
-    {
-      POSENC_PROFILE_SCOPE("backward: zero scratch");
+    profiled("backward: zero scratch", [&] {
       std::fill(ws_.dlogits.begin(), ws_.dlogits.begin() + static_cast<std::ptrdiff_t>(N * V), S(0));
       std::fill(ws_.dlnf.begin(), ws_.dlnf.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
       std::fill(ws_.dx.begin(), ws_.dx.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: cross-entropy");
-      // loss = (1/(B·T)) Σ over the batch: this chunk's N terms carry weight N/(B·T) of its mean
+    });
+    // loss = (1/(B·T)) Σ over the batch: this chunk's N terms carry weight N/(B·T) of its mean
+    profiled("backward: cross-entropy", [&] {
       const S share = static_cast<S>(static_cast<double>(N) / static_cast<double>(ws_.B * T));
       fast::cross_entropy_backward(ws_.dlogits.data(), ws_.probs.data(), ws_.targets.data() + b0 * T,
                                    N, V, share);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: linear lm_head");
-      // logits = lm_head(lnf)
-      fast::linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_], ws_.dlogits.data(),
-                            ws_.lnf.data(), p[lm_head_w_], N, Dim, V, false, config_.precision);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: layernorm");
-      // lnf = ln_f(x[L])
-      fast::layernorm_backward(ws_.dx.data(), g[ln_f_w_], g[ln_f_b_], ws_.dlnf.data(),
-                               residual(Layers), p[ln_f_w_], ws_.lnf_mean.data(),
-                               ws_.lnf_rstd.data(), N, Dim);
-    }
+    });
+    // logits = lm_head(lnf)
+    profiled("backward: linear lm_head", [&] { fast::linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_],
+                                               ws_.dlogits.data(), ws_.lnf.data(), p[lm_head_w_], N, Dim, V, false,
+                                               config_.precision); });
+    // lnf = ln_f(x[L])
+    profiled("backward: layernorm", [&] { fast::layernorm_backward(ws_.dx.data(), g[ln_f_w_], g[ln_f_b_],
+                                          ws_.dlnf.data(), residual(Layers), p[ln_f_w_], ws_.lnf_mean.data(),
+                                          ws_.lnf_rstd.data(), N, Dim); });
     // x[l+1] = block_l(x[l])
     for (std::size_t l = Layers; l-- > 0;) {
-      {
-        POSENC_PROFILE_SCOPE("backward: zero scratch");
-        std::fill(ws_.dx_next.begin(), ws_.dx_next.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
-      }
+      profiled("backward: zero scratch", [&] { std::fill(ws_.dx_next.begin(),
+                                               ws_.dx_next.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0)); });
       blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch,
                           store_, n, T);
       std::swap(ws_.dx, ws_.dx_next);
     }
-    POSENC_PROFILE_SCOPE("backward: embedding");
     // x[0] = wte[inputs] + position table
-    embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim);
+    profiled("backward: embedding", [&] {
+      embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim);
+    });
   }
 
   ModelConfig config_;

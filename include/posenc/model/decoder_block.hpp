@@ -114,53 +114,23 @@ class DecoderBlock {
                std::size_t T) {
     const std::size_t N = B * T;
     const auto& p = store.values;
-    {
-      POSENC_PROFILE_SCOPE("forward: layernorm");
-      fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(), act.ln1_rstd.data(), inp,
-                              p[w_.ln_1_w], p[w_.ln_1_b], N, Dim);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: linear qkv");
-      fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim,
-                           3 * Dim, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: attention");
-      fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T, Dim, Heads,
-                              position_.bind(store, T), causal_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: linear attn proj");
-      fast::linear_forward(act.res1.data(), act.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b],
-                           N, Dim, Dim, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: residual add");
-      for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i];
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: layernorm");
-      fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(), act.ln2_rstd.data(),
-                              act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: linear mlp fc");
-      fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim,
-                           4 * Dim, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: gelu");
-      fast::gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: linear mlp proj");
-      fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], N,
-                           4 * Dim, Dim, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("forward: residual add");
-      for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i];
-    }
+    profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(),
+                                         act.ln1_rstd.data(), inp, p[w_.ln_1_w], p[w_.ln_1_b], N, Dim); });
+    profiled("forward: linear qkv", [&] { fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w],
+                                          p[w_.c_attn_b], N, Dim, 3 * Dim, precision_); });
+    profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T,
+                                         Dim, Heads, position_.bind(store, T), causal_); });
+    profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
+                                                p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_); });
+    profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i]; });
+    profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(),
+                                         act.ln2_rstd.data(), act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim); });
+    profiled("forward: linear mlp fc", [&] { fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w],
+                                             p[w_.c_fc_b], N, Dim, 4 * Dim, precision_); });
+    profiled("forward: gelu", [&] { fast::gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim); });
+    profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w],
+                                               p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
+    profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
   }
 
   // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them
@@ -176,57 +146,34 @@ class DecoderBlock {
     S* dsmall = sc.small.data(); // dln2, then datty, then dln1
     // out = res1 + mlp_proj(gelu(fc(ln2(res1))))
     std::copy(dout, dout + N * Dim, sc.dres1.begin());
-    {
-      POSENC_PROFILE_SCOPE("backward: linear mlp proj");
-      fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout, act.fch_gelu.data(),
-                            p[w_.mlp_proj_w], N, 4 * Dim, Dim, true, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: gelu");
-      fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true);  // in place
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: linear mlp fc");
-      fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch, act.ln2.data(), p[w_.c_fc_w],
-                            N, Dim, 4 * Dim, true, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: layernorm");
-      fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
-                               act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(),
-                               act.ln2_rstd.data(), N, Dim);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: residual add");
-      // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
-      for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i];
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: linear attn proj");
-      fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b], sc.dres1.data(),
-                            act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: attention");
+    profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout,
+                                                act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
+                                                precision_); });
+    profiled("backward: gelu", [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });  // in place
+    profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch,
+                                              act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_); });
+    profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
+                                          act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
+                                          Dim); });
+    // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
+    profiled("backward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i]; });
+    profiled("backward: linear attn proj", [&] { fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b],
+                                                 sc.dres1.data(), act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true,
+                                                 precision_); });
+    // one share of scratch per thread of this moment (the count may have changed since the
+    // forward); it grows on the first step only, unless the thread count or T grows
+    profiled("backward: attention", [&] {
       auto hooks = position_.bind(store, T);
-      // one share of scratch per thread of this moment (the count may have changed since the
-      // forward); it grows on the first step only, unless the thread count or T grows
       const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(),
                                                               decltype(hooks)::has_bias_parameters);
       if (sc.attention.size() < needed) sc.attention.resize(needed);
       fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(),
                                B, T, Dim, Heads, hooks, causal_, true);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: linear qkv");
-      fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv, act.ln1.data(),
-                            p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_);
-    }
-    {
-      POSENC_PROFILE_SCOPE("backward: layernorm");
-      fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp, p[w_.ln_1_w],
-                               act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim);
-    }
+    });
+    profiled("backward: linear qkv", [&] { fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv,
+                                           act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_); });
+    profiled("backward: layernorm", [&] { fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp,
+                                          p[w_.ln_1_w], act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim); });
   }
 
   // The same computation as forward for one new position `pos` of one sequence: x (D) is the
@@ -257,8 +204,6 @@ class DecoderBlock {
     linear_forward(x, sc.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], 1, 4 * Dim, Dim);
     for (std::size_t i = 0; i < Dim; ++i) x[i] += sc.res1[i];
   }
-
-  PositionHooks& position_hooks() { return position_; }
 
  private:
   struct Weights {
