@@ -4,8 +4,7 @@ include(CMakePackageConfigHelpers)
 set(POSENC_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/cmake/posenc"
     CACHE STRING "Where posencConfig.cmake is installed, relative to the prefix")
 
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(TARGETS posenc EXPORT posencTargets)
+install(TARGETS posenc EXPORT posencTargets FILE_SET HEADERS)
 if(POSENC_HAS_MPI)
   install(TARGETS posenc_mpi EXPORT posencTargets)
 endif()

@@ -1,7 +1,9 @@
 // World: the processes a program runs as — the ranks of an MPI job under mpirun when built with MPI, otherwise this one process.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -51,5 +53,17 @@ class World {
   [[noreturn]] void abort(int code) const { std::exit(code); }
 #endif
 };
+
+// A program's last words on an error: "<program>: <what>" on stderr and exit status 2; under mpirun
+// the rank is named and the whole job ends, since the other ranks would wait for this one forever.
+inline int fail_and_exit(const World& world, const char* program, const std::exception& error) {
+  std::fflush(stdout);
+  if (world.size() > 1) {
+    std::fprintf(stderr, "\n%s (rank %d): %s\n", program, world.rank(), error.what());
+    world.abort(2);
+  }
+  std::fprintf(stderr, "\n%s: %s\n", program, error.what());
+  return 2;
+}
 
 }  // namespace examples

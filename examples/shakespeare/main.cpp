@@ -381,12 +381,6 @@ int main(int argc, char** argv) {
     s.sampling.use_cache = !no_cache;
     return sample(s);
   } catch (const std::exception& error) {
-    std::fflush(stdout);
-    if (world.size() > 1) {
-      std::fprintf(stderr, "\nshakespeare (rank %d): %s\n", world.rank(), error.what());
-      world.abort(2);
-    }
-    std::fprintf(stderr, "\nshakespeare: %s\n", error.what());
-    return 2;
+    return examples::fail_and_exit(world, "shakespeare", error);
   }
 }

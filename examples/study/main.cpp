@@ -168,13 +168,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    if (world.size() > 1) {
-      std::fprintf(stderr, "study (rank %d): %s\n", world.rank(), e.what());
-      world.abort(2);
-    }
-    std::fprintf(stderr, "study: %s\n", e.what());
-    return 2;
+  } catch (const std::exception& error) {
+    return examples::fail_and_exit(world, "study", error);
   }
 }

@@ -8,10 +8,14 @@
 #define POSENC_VERSION_MAJOR 0
 #define POSENC_VERSION_MINOR 1
 #define POSENC_VERSION_PATCH 0
+#define POSENC_VERSION_TEXT_(x) #x
+#define POSENC_VERSION_TEXT(x) POSENC_VERSION_TEXT_(x)
 
 namespace posenc {
 
-inline constexpr const char* version_string = "0.1.0";
+// "MAJOR.MINOR.PATCH", from the macros above (which CMake's project version is read from too).
+inline constexpr const char* version_string = POSENC_VERSION_TEXT(POSENC_VERSION_MAJOR) "." POSENC_VERSION_TEXT(
+    POSENC_VERSION_MINOR) "." POSENC_VERSION_TEXT(POSENC_VERSION_PATCH);
 
 // Thrown for bad input: the message names the file, tensor or argument and what was expected.
 class Error : public std::runtime_error {

@@ -65,7 +65,6 @@ class Session {
   bool active() const { return active_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int ranks_on_this_node() const { return ranks_on_node_; }
 
   // This rank's share of its machine's cores: the machine's cores over the ranks placed on it, and
   // never more than the cores the launcher bound this rank to (Open MPI binds each rank to one

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 
 #include "posenc/kernels/fast_math.hpp"
@@ -79,7 +80,7 @@ void layernorm_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* i
       const S s = rstd[n];
       // y = norm·weight + bias  →  dnorm = dy·weight, carried through the row's mean and variance
       S dnorm_mean = 0, dnorm_norm_mean = 0;
-      if constexpr (std::is_same_v<S, float>) {
+      if constexpr (std::is_same_v<S, float>) {  // posenc::detail::layernorm_gradient_means in four lanes
         simd::f32x4 a1{}, a2{};
         std::size_t c = 0;
         for (; c + 4 <= C; c += 4) {
@@ -96,16 +97,11 @@ void layernorm_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* i
           dnorm_mean += dnorm;
           dnorm_norm_mean += dnorm * norm;
         }
+        dnorm_mean /= static_cast<S>(C);
+        dnorm_norm_mean /= static_cast<S>(C);
       } else {
-        for (std::size_t c = 0; c < C; ++c) {
-          const S norm = (x[c] - m) * s;
-          const S dnorm = dy[c] * weight[c];
-          dnorm_mean += dnorm;
-          dnorm_norm_mean += dnorm * norm;
-        }
+        std::tie(dnorm_mean, dnorm_norm_mean) = posenc::detail::layernorm_gradient_means(x, dy, weight, m, s, C);
       }
-      dnorm_mean /= static_cast<S>(C);
-      dnorm_norm_mean /= static_cast<S>(C);
       for (std::size_t c = 0; c < C; ++c) {
         const S norm = (x[c] - m) * s;
         dx[c] += (dy[c] * weight[c] - dnorm_mean - norm * dnorm_norm_mean) * s;

@@ -1,4 +1,4 @@
-// exp and tanh on four or eight floats at once (GCC vector extensions, branch-free), and the POSENC_OMP pragma macro.
+// exp and tanh on four or eight floats at once (GCC vector extensions, branch-free).
 #pragma once
 
 #include <bit>
@@ -6,13 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-
-// POSENC_OMP(...) places an OpenMP pragma when posenc is compiled with OpenMP and nothing otherwise.
-#if defined(_OPENMP)
-#define POSENC_OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define POSENC_OMP(...)
-#endif
 
 namespace posenc::simd {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <utility>
 
 namespace posenc {
 
@@ -29,6 +30,23 @@ void layernorm_forward(S* out, S* mean, S* rstd, const S* inp, const S* weight, 
   }
 }
 
+namespace detail {
+// y = norm·weight + bias  →  dnorm = dy·weight; these two means of a row carry its gradient
+// through the row's mean and variance: mean(dnorm) and mean(dnorm·norm).
+template <std::floating_point S>
+std::pair<S, S> layernorm_gradient_means(const S* x, const S* dy, const S* weight, S m, S s, std::size_t C) {
+  S dnorm_mean = 0;
+  S dnorm_norm_mean = 0;
+  for (std::size_t c = 0; c < C; ++c) {
+    const S norm = (x[c] - m) * s;
+    const S dnorm = dy[c] * weight[c];
+    dnorm_mean += dnorm;
+    dnorm_norm_mean += dnorm * norm;
+  }
+  return {dnorm_mean / static_cast<S>(C), dnorm_norm_mean / static_cast<S>(C)};
+}
+}  // namespace detail
+
 // dinp (N,C), dweight (C), dbias (C) are added into
 template <std::floating_point S>
 void layernorm_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* inp, const S* weight,
@@ -39,18 +57,7 @@ void layernorm_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* i
     S* dx = dinp + n * C;
     const S m = mean[n];
     const S s = rstd[n];
-    // y = norm·weight + bias  →  dnorm = dy·weight; the two means below carry the gradient
-    // through the row's mean and variance.
-    S dnorm_mean = 0;
-    S dnorm_norm_mean = 0;
-    for (std::size_t c = 0; c < C; ++c) {
-      const S norm = (x[c] - m) * s;
-      const S dnorm = dy[c] * weight[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= static_cast<S>(C);
-    dnorm_norm_mean /= static_cast<S>(C);
+    const auto [dnorm_mean, dnorm_norm_mean] = detail::layernorm_gradient_means(x, dy, weight, m, s, C);
     for (std::size_t c = 0; c < C; ++c) {
       const S norm = (x[c] - m) * s;
       const S dnorm = dy[c] * weight[c];
