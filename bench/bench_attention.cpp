@@ -1,4 +1,4 @@
-// Causal attention forward + backward per positional-encoding policy at B = 32, H = 4, head dim 48: FLOP/s of the causal work.
+// Causal attention forward + backward per policy at B = 32, H = 4, head dim 48: FLOP/s of the causal work.
 //   python3 bench/attention_table.py prints it as a table per T with ratios to NoPE. No "min"
 //   statistic here: Google Benchmark's min of a FLOP/s counter is the slowest rate; the script
 //   takes the fastest repetition's time and computes its rate from it.
@@ -41,8 +41,9 @@ void attention_fwd_bwd(benchmark::State& state) {
   const std::vector<float> dout = posenc_bench::random_floats(B * T * C, 2);
   std::vector<float> qkv = qkv0, out(B * T * C), att(B * H * T * T), dqkv(qkv.size());
   using Hooks = decltype(hooks);
-  std::vector<float> scratch(std::max(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters),
-                                      attention_scratch_size(T, C, H)));  // the fast kernel's or the reference's
+  std::vector<float> scratch(
+      std::max(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters),
+               attention_scratch_size(T, C, H)));  // the fast kernel's or the reference's
   for (auto _ : state) {
     std::copy(qkv0.begin(), qkv0.end(), qkv.begin());  // forward rotates q and k in place
     std::fill(dqkv.begin(), dqkv.end(), 0.0f);

@@ -1,4 +1,4 @@
-// add_compute_context(): the GEMM backend, kernels and threads in a Google Benchmark report's context (the benchmark programs only; profile_step has no Google Benchmark).
+// add_compute_context(): the GEMM backend, kernel and threads in a Google Benchmark report's context.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The study model's GEMM shapes on every GEMM backend this build has, one thread each, in FLOP/s; and parallel_gemm as the model runs them.
+// The study model's GEMM shapes on every GEMM backend of this build, one thread each, and parallel_gemm: FLOP/s.
 //   bench_gemm      rows named gemm/<backend>/<shape> (openblas, onednn, onednn_bf16 where the CPU has
 //                   bf16, posenc_parallel: gemm() split over posenc's threads as the model calls it);
 //                   the context names the kernels. No repetition
@@ -61,7 +61,8 @@ void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel)
   posenc::set_num_threads(parallel ? posenc::default_num_threads() : 1);
   for (auto _ : state) {
     if (parallel)
-      parallel_gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+      parallel_gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(),
+                           s.n);
     else
       gemm_fn(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
     benchmark::DoNotOptimize(c.data());

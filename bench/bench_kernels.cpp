@@ -1,4 +1,4 @@
-// Element-wise and row kernels at the study model's shapes (N = 32·128 rows): layer norm, GELU, softmax cross-entropy and AdamW in bytes/s (the GEMMs are in bench_gemm).
+// Layer norm, GELU, softmax cross-entropy and AdamW at the study model's shapes (N = 32·128 rows), in bytes/s.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -31,10 +31,12 @@ void layernorm_fwd_bwd(benchmark::State& state) {
   for (auto _ : state) {
     if constexpr (Fast) {
       fast::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, D);
-      fast::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, D);
+      fast::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                               N, D);
     } else {
       layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, D);
-      layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, D);
+      layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                         D);
     }
     benchmark::DoNotOptimize(dx.data());
   }
@@ -97,11 +99,29 @@ void adamw(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_TEMPLATE(layernorm_fwd_bwd, true)->Name("layernorm/fast")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(layernorm_fwd_bwd, false)->Name("layernorm/reference")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(gelu_fwd_bwd, true)->Name("gelu/fast")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(gelu_fwd_bwd, false)->Name("gelu/reference")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, true)->Name("cross_entropy/fast")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, false)->Name("cross_entropy/reference")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(layernorm_fwd_bwd, true)
+    ->Name("layernorm/fast")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(layernorm_fwd_bwd, false)
+    ->Name("layernorm/reference")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(gelu_fwd_bwd, true)
+    ->Name("gelu/fast")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(gelu_fwd_bwd, false)
+    ->Name("gelu/reference")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, true)
+    ->Name("cross_entropy/fast")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, false)
+    ->Name("cross_entropy/reference")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK(adamw)->Name("adamw")->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_MAIN();

@@ -1,4 +1,4 @@
-// Whole-model benchmarks of the study's model (3 layers, Dim 192, 4 heads, V 65): a training step per policy, generation with and without the key/value cache, a full validation pass.
+// The study model (3 layers, Dim 192, 4 heads): a training step per policy, generation, a full validation pass.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,7 +21,8 @@ using posenc_bench::study_vocab;
 Tokens random_tokens(std::size_t B, std::size_t T, std::uint64_t seed) {
   Rng rng(seed);
   Tokens t({B, T});
-  for (auto& id : t) id = static_cast<TokenId>(rng.uniform() * static_cast<double>(study_vocab)) % static_cast<TokenId>(study_vocab);
+  for (auto& id : t)
+    id = static_cast<TokenId>(rng.uniform() * static_cast<double>(study_vocab)) % static_cast<TokenId>(study_vocab);
   return t;
 }
 
@@ -103,16 +104,64 @@ void evaluate_validation(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_TEMPLATE(train_step, NoPE)->Name("train_step<NoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, Learned)->Name("train_step<Learned>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, Sinusoidal)->Name("train_step<Sinusoidal>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, RoPE)->Name("train_step<RoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, ALiBi)->Name("train_step<ALiBi>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope)->Name("train_step<ALiBiSingleSlope>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, RoPE, Precision::bf16)->Name("train_step_bf16<RoPE>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope, Precision::bf16)->Name("train_step_bf16<ALiBiSingleSlope>")->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(generate_tokens, true)->Name("generate/cached")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK_TEMPLATE(generate_tokens, false)->Name("generate/recompute")->Arg(64)->Arg(384)->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", posenc_bench::minimum);
-BENCHMARK(evaluate_validation)->Name("evaluate/full_validation_pass")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK_TEMPLATE(train_step, NoPE)
+    ->Name("train_step<NoPE>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, Learned)
+    ->Name("train_step<Learned>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, Sinusoidal)
+    ->Name("train_step<Sinusoidal>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, RoPE)
+    ->Name("train_step<RoPE>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBi)
+    ->Name("train_step<ALiBi>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope)
+    ->Name("train_step<ALiBiSingleSlope>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, RoPE, Precision::bf16)
+    ->Name("train_step_bf16<RoPE>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(train_step, ALiBiSingleSlope, Precision::bf16)
+    ->Name("train_step_bf16<ALiBiSingleSlope>")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_tokens, true)
+    ->Name("generate/cached")
+    ->Arg(64)
+    ->Arg(384)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_tokens, false)
+    ->Name("generate/recompute")
+    ->Arg(64)
+    ->Arg(384)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK(evaluate_validation)
+    ->Name("evaluate/full_validation_pass")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 BENCHMARK_MAIN();

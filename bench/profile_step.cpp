@@ -1,4 +1,4 @@
-// profile_step: where the time of one training step of the study model goes, kernel by kernel (the model's POSENC_PROFILE_SCOPE regions).
+// profile_step: where one training step of the study model spends its time, region by region (profiled()).
 //   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16]   threads from POSENC_NUM_THREADS
 #include <algorithm>
 #include <chrono>
@@ -33,11 +33,11 @@ int run(int steps, int warmup, posenc::Precision precision) {
   std::vector<ProfileEntry> entries = profile_entries();
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
   const GemmReport gemm = describe_gemm();
-  std::printf("%s, %s, %s GEMMs (%s), %d threads: %.1f ms per training step, %.0f tokens/s (%d steps after %d warm-up)\n",
-              std::string(Policy::name).c_str(), precision_name(precision), gemm.backend.c_str(), gemm.kernel.c_str(),
-              num_threads(), 1e3 * total / steps,
-              static_cast<double>(posenc_bench::study_batch * posenc_bench::study_context) * steps / total,
-              steps, warmup);
+  std::printf(
+      "%s, %s, %s GEMMs (%s), %d threads: %.1f ms per training step, %.0f tokens/s (%d steps after %d warm-up)\n",
+      std::string(Policy::name).c_str(), precision_name(precision), gemm.backend.c_str(), gemm.kernel.c_str(),
+      num_threads(), 1e3 * total / steps,
+      static_cast<double>(posenc_bench::study_batch * posenc_bench::study_context) * steps / total, steps, warmup);
   std::printf("| region | ms per step | share |\n|---|---:|---:|\n");
   double covered = 0;
   for (const auto& e : entries) {
@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     else if (arg == "--warmup") warmup = std::atoi(argv[++i]);
     else if (arg == "--precision") precision_text = argv[++i];
     else {
-      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision)\n", argv[i]);
+      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision)\n",
+                   argv[i]);
       return 2;
     }
   }

@@ -72,9 +72,12 @@ TEST_CASE("a checkpoint of another model is refused with the tensor named") {
   save_checkpoint(path, learned, tokenizer, 0, 3);
   const SafetensorsFile file = read_safetensors(path);
   CharTransformer<RoPE, 1, 8, 2> rope(tokenizer.vocab_size(), 4, 3);
-  CHECK_THROWS_WITH(load_parameters(rope, file), Catch::Contains("'transformer.wpe.weight' that a rope model does not have"));
+  CHECK_THROWS_WITH(load_parameters(rope, file),
+                    Catch::Contains("'transformer.wpe.weight' that a rope model does not have"));
   CharTransformer<Learned, 1, 8, 2> longer(tokenizer.vocab_size(), 6, 3);
-  CHECK_THROWS_WITH(load_parameters(longer, file), Catch::Contains("transformer.wpe.weight") && Catch::Contains("shape"));
-  CHECK_THROWS_WITH(save_checkpoint(path, learned, CharTokenizer("ab"), 0, 3), Catch::Contains("the tokenizer has 2 symbols"));
+  CHECK_THROWS_WITH(load_parameters(longer, file),
+                    Catch::Contains("transformer.wpe.weight") && Catch::Contains("shape"));
+  CHECK_THROWS_WITH(save_checkpoint(path, learned, CharTokenizer("ab"), 0, 3),
+                    Catch::Contains("the tokenizer has 2 symbols"));
   std::filesystem::remove(path);
 }

@@ -1,6 +1,6 @@
-// Tests of data-parallel training (Trainer and run_training with a ProcessGroup): N processes give one process's losses.
-// The processes are threads here (ThreadGroup below), so the test needs no MPI; tests/cli/test_mpi.sh
-// runs the same equivalence through MPI itself.
+// Tests of data-parallel training (Trainer, run_training with a ProcessGroup): N processes give one's losses.
+// The processes are threads here (ThreadGroup below), so the test needs no MPI; tests/cli/test_mpi.sh runs the
+// same equivalence through MPI itself.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -124,14 +124,16 @@ TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one p
   set_num_threads(1);
   const CharDataset data(corpus());
   // batch 6: even shards over 2 and 3 processes, uneven (1, 2, 1, 2 rows) over 4
-  const TrainConfig config{.steps = 6, .batch = 6, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 9};
+  const TrainConfig config{
+      .steps = 6, .batch = 6, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 9};
   const Trace alone = train<Model>(data, config, nullptr);
   // Tolerance: the same arithmetic but for the order of the sums over the batch; in float, six
   // AdamW steps of rounding differences stay far below 1e-4 of the loss, in double below 1e-10.
   const double tolerance = std::is_same_v<S, float> ? 1e-4 : 1e-10;
   for (int ranks : {2, 3, 4}) {
     std::vector<Trace> traces(static_cast<std::size_t>(ranks));
-    run_group(ranks, [&](ProcessGroup& g) { traces[static_cast<std::size_t>(g.rank())] = train<Model>(data, config, &g); });
+    run_group(ranks,
+              [&](ProcessGroup& g) { traces[static_cast<std::size_t>(g.rank())] = train<Model>(data, config, &g); });
     INFO(ranks << " processes");
     for (const Trace& t : traces) {  // every process took identical steps
       CHECK(t.losses == traces[0].losses);

@@ -241,7 +241,8 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
   CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.c")(0))) == Approx(0.1).epsilon(1e-12));
   // L starts at L₀ = a quarter of the context (8 here) times a multiplier of 1.
   CHECK(fire.initial_threshold() == 2.0);
-  CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.L_multiplier")(0))) == Approx(1.0).epsilon(1e-12));
+  CHECK(std::log1p(std::exp(store.values.view("transformer.h.0.attn.fire.L_multiplier")(0))) ==
+        Approx(1.0).epsilon(1e-12));
   Rng rng(6);
   for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] += rng.normal(0.0, 0.5);
   auto softplus = [](double x) { return std::log1p(std::exp(x)); };
@@ -289,7 +290,8 @@ TEST_CASE("xPos: q·k depends only on the offset and decays as ζ^((n−m)/512) 
     return dot(qr, kr);
   };
   for (std::size_t offset : {0, 3, 40})
-    for (std::size_t shift : {1, 100, 500}) CHECK(score(offset + shift, shift) == Approx(score(offset, 0)).epsilon(1e-10));
+    for (std::size_t shift : {1, 100, 500})
+      CHECK(score(offset + shift, shift) == Approx(score(offset, 0)).epsilon(1e-10));
   // One pair by hand: with only pair 0 non-zero (ζ_0 = 0.4/1.4), the xPos score is RoPE's times ζ_0^(n−m)/512.
   std::vector<double> e0 = {1, 0, 0, 0, 0.5, 0, 0, 0}, f0 = {0.3, 0, 0, 0, 1, 0, 0, 0};
   std::vector<double> qx = e0, kx = f0, qr = e0, kr = f0;

@@ -1,4 +1,4 @@
-// Tests of the fast kernels (kernels/fast_*.hpp): each against its reference kernel, in float and double, on one thread and on several.
+// Tests of kernels/fast_*.hpp: each against its reference kernel, in float and double, on one and several threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -78,7 +78,8 @@ TEST_CASE("simd::exp and simd::tanh stay within a few float ulp of the library f
 }
 
 TEST_CASE("softmax rows: the 4-wide and the dispatched path against a double-precision softmax") {
-  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{13}, std::size_t{65}, std::size_t{128}}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{13}, std::size_t{65}, std::size_t{128}}) {
     const auto x = random_as<float>(n, 30 + n, 5.0);
     const auto d = random_as<float>(n, 60 + n);
     double zmax = -1e300, z = 0;
@@ -124,15 +125,19 @@ TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, do
           // gradients are added into non-zero buffers
           auto dinp_ref = random_as<S>(N * C, 5), dw_ref = random_as<S>(OC * C, 6), db_ref = random_as<S>(OC, 7);
           auto dinp = dinp_ref, dw = dw_ref, db = db_ref;
-          linear_backward(dinp_ref.data(), dw_ref.data(), with_bias ? db_ref.data() : nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
-          fast::linear_backward(dinp.data(), dw.data(), with_bias ? db.data() : nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
+          linear_backward(dinp_ref.data(), dw_ref.data(), with_bias ? db_ref.data() : nullptr, dout.data(), inp.data(),
+                          w.data(), N, C, OC);
+          fast::linear_backward(dinp.data(), dw.data(), with_bias ? db.data() : nullptr, dout.data(), inp.data(),
+                                w.data(), N, C, OC);
           CHECK(max_error(dinp, dinp_ref) < tolerance<S>());
           CHECK(max_error(dw, dw_ref) < tolerance<S>());
           CHECK(max_error(db, db_ref) < tolerance<S>());
           // overwrite_dinp: garbage in dinp is replaced by the gradient alone
           std::vector<S> fresh(N * C, S(0)), over(N * C, S(1e30)), dw2(OC * C), db2(OC);
-          linear_backward(fresh.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N, C, OC);
-          fast::linear_backward(over.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N, C, OC, true);
+          linear_backward(fresh.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N, C,
+                          OC);
+          fast::linear_backward(over.data(), dw2.data(), static_cast<S*>(nullptr), dout.data(), inp.data(), w.data(), N,
+                                C, OC, true);
           CHECK(max_error(over, fresh) < tolerance<S>());
         }
       }
@@ -147,8 +152,10 @@ TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, do
         CHECK(max_error(r, r_ref) < tolerance<S>());
         auto dx_ref = random_as<S>(N * C, 12), dw_ref = random_as<S>(C, 13), db_ref = random_as<S>(C, 14);
         auto dx = dx_ref, dw = dw_ref, db = db_ref;
-        layernorm_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), m_ref.data(), r_ref.data(), N, C);
-        fast::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), m_ref.data(), r_ref.data(), N, C);
+        layernorm_backward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), m_ref.data(),
+                           r_ref.data(), N, C);
+        fast::layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), m_ref.data(),
+                                 r_ref.data(), N, C);
         CHECK(max_error(dx, dx_ref) < tolerance<S>());
         CHECK(max_error(dw, dw_ref) < tolerance<S>());
         CHECK(max_error(db, db_ref) < tolerance<S>());
@@ -189,7 +196,8 @@ TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, do
         std::vector<S> p_ref(rows * V), p(rows * V), scratch(max_parallel_threads() * V);
         const S loss_ref = cross_entropy_forward(p_ref.data(), logits.data(), targets.data(), rows, V);
         const S loss = fast::cross_entropy_forward(p.data(), logits.data(), targets.data(), rows, V);
-        const S loss_only = fast::cross_entropy_forward<S>(nullptr, logits.data(), targets.data(), rows, V, scratch.data());
+        const S loss_only =
+            fast::cross_entropy_forward<S>(nullptr, logits.data(), targets.data(), rows, V, scratch.data());
         CHECK(loss == Approx(loss_ref).epsilon(tolerance<S>()));
         CHECK(loss_only == loss);
         CHECK(max_error(p, p_ref) < tolerance<S>());
@@ -223,24 +231,29 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
   for (std::size_t bh = 0; bh < B * H; ++bh)
     for (std::size_t i = 0; i < T; ++i)
       for (std::size_t j = 0; j < (causal ? i + 1 : T); ++j)
-        att_err = std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
+        att_err =
+            std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
   CHECK(att_err < tolerance<S>());
   // backward adds into a non-zero dqkv, and into the bias parameters' gradients (in `grads`)
   auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
   std::vector<S> scratch_ref(attention_scratch_size(T, C, H));
   std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters));
   const std::vector<S> grads_before(grads.begin(), grads.end());
-  attention_backward(dqkv_ref.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
+  attention_backward(dqkv_ref.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H,
+                     hooks, causal);
   const std::vector<S> grads_ref(grads.begin(), grads.end());
   std::copy(grads_before.begin(), grads_before.end(), grads.begin());
-  fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal);
+  fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks,
+                           causal);
   CHECK(max_error(dqkv, dqkv_ref) < tolerance<S>());
   CHECK(max_error(std::vector<S>(grads.begin(), grads.end()), grads_ref) < tolerance<S>());
   if constexpr (Hooks::has_bias_parameters) CHECK(max_error(grads_ref, grads_before) > 0.01);  // they were reached
   // overwrite: garbage in dqkv is replaced by the gradient alone
   std::vector<S> fresh(qkv.size(), S(0)), over(qkv.size(), S(1e30));
-  attention_backward(fresh.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks, causal);
-  fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks, causal, true);
+  attention_backward(fresh.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks,
+                     causal);
+  fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks,
+                           causal, true);
   CHECK(max_error(over, fresh) < tolerance<S>());
 }
 

@@ -1,4 +1,4 @@
-// Tests of the GEMM layer (kernels/gemm.hpp, gemm_report.hpp): every backend and precision against a direct sum, the slow-kernel warning, and bf16 training.
+// Tests of kernels/gemm.hpp and gemm_report.hpp: every backend and precision against a direct sum, bf16 training.
 #include <catch2/catch.hpp>
 
 #include <bit>

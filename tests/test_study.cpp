@@ -1,4 +1,4 @@
-// Tests of study/: the design and its plan, run configurations and records, and the summary's rankings, tests and tables.
+// Tests of study/: the design and its plan, run configurations and records, the summary's rankings and tests.
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -1,4 +1,4 @@
-// Tests of study/runner.hpp: a study's runs executed, resumed after an interruption, extended, extrapolated and collected.
+// Tests of study/runner.hpp: a study's runs executed, resumed, extended, extrapolated and collected.
 #include <catch2/catch.hpp>
 
 #include <atomic>

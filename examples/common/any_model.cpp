@@ -11,7 +11,8 @@ namespace examples {
 namespace detail {
 // Defined in model_shard.cpp, one translation unit per shard.
 template <std::size_t Shard>
-std::unique_ptr<posenc::AnyModel> make_model_in_shard(const posenc::ModelShape& shape, const posenc::ModelConfig& config);
+std::unique_ptr<posenc::AnyModel> make_model_in_shard(const posenc::ModelShape& shape,
+                                                      const posenc::ModelConfig& config);
 }  // namespace detail
 
 std::unique_ptr<posenc::AnyModel> make_model(const posenc::ModelShape& shape, const posenc::ModelConfig& config) {

@@ -1,4 +1,4 @@
-// compute_summary() and compute_json(): the GEMM backend, its kernel and the thread count, as the programs report them first.
+// compute_summary() and compute_json(): the GEMM backend, its kernel and the threads, as the programs report them.
 #pragma once
 
 #include <nlohmann/json.hpp>

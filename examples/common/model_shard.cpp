@@ -5,7 +5,8 @@
 namespace examples::detail {
 
 template <std::size_t Shard>
-std::unique_ptr<posenc::AnyModel> make_model_in_shard(const posenc::ModelShape& shape, const posenc::ModelConfig& config);
+std::unique_ptr<posenc::AnyModel> make_model_in_shard(const posenc::ModelShape& shape,
+                                                      const posenc::ModelConfig& config);
 
 template <>
 std::unique_ptr<posenc::AnyModel> make_model_in_shard<POSENC_MODEL_SHARD>(const posenc::ModelShape& shape,

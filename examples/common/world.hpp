@@ -1,4 +1,4 @@
-// World: the processes a program runs as — the ranks of an MPI job under mpirun when built with MPI, otherwise this one process.
+// World: the processes a program runs as — an MPI job's ranks under mpirun (built with MPI), else this process.
 #pragma once
 
 #include <cstdio>

@@ -61,7 +61,8 @@ posenc::RunConfig config_from_file(const std::string& path) {
   }
 }
 
-posenc::CharDataset make_dataset(const std::string& text, const std::string& path, const posenc::CharTokenizer* vocabulary) {
+posenc::CharDataset make_dataset(const std::string& text, const std::string& path,
+                                 const posenc::CharTokenizer* vocabulary) {
   try {
     return vocabulary != nullptr ? posenc::CharDataset(text, *vocabulary) : posenc::CharDataset(text);
   } catch (const posenc::Error& e) {
@@ -170,10 +171,12 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
                       const EvalOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
-    std::printf("%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
-                "%8s  %16s  %22s\n",
-                examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
-                data.val().size() - 1, "length", "non-overlapping", "sliding window");
+    std::printf(
+        "%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
+        "%8s  %16s  %22s\n",
+        examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(),
+        static_cast<long long>(info.step), info.context, data.val().size() - 1, "length", "non-overlapping",
+        "sliding window");
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
     const nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride);
@@ -282,7 +285,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // --threads may also follow the subcommand
   int threads = 0;
-  app.add_option("--threads", threads, "Threads for the kernels, fixed (default: every free core, fewer while other processes busy "
+  app.add_option("--threads", threads,
+                 "Threads for the kernels, fixed (default: every free core, fewer while other processes busy "
                  "them; or $POSENC_NUM_THREADS)")
       ->check(positive_integer);
   app.add_flag_callback(
@@ -304,13 +308,26 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--posenc", t.run.posenc, "Positional encoding (--list-posenc lists them)")
       ->check(CLI::IsMember(posenc::policy_names()))->capture_default_str();
   train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(positive_integer);
-  train_cmd->add_option("--seed", t.run.train.seed, "Seed of the initialisation and the batch sampler")->capture_default_str();
-  train_cmd->add_option("--batch", t.run.train.batch, "Windows per batch")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--context", t.run.train.context, "Tokens per window")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--lr", t.run.train.lr, "AdamW learning rate (constant)")->check(non_negative_number)->capture_default_str();
-  train_cmd->add_option("--weight-decay", t.run.train.weight_decay, "AdamW decoupled weight decay")->check(non_negative_number)->capture_default_str();
-  train_cmd->add_option("--eval-every", t.run.train.eval_every, "Steps between loss estimates and checkpoints")->check(positive_integer)->capture_default_str();
-  train_cmd->add_option("--eval-iters", t.run.train.eval_iters, "Batches per loss estimate")->check(positive_integer)->capture_default_str();
+  train_cmd->add_option("--seed", t.run.train.seed, "Seed of the initialisation and the batch sampler")
+      ->capture_default_str();
+  train_cmd->add_option("--batch", t.run.train.batch, "Windows per batch")
+      ->check(positive_integer)
+      ->capture_default_str();
+  train_cmd->add_option("--context", t.run.train.context, "Tokens per window")
+      ->check(positive_integer)
+      ->capture_default_str();
+  train_cmd->add_option("--lr", t.run.train.lr, "AdamW learning rate (constant)")
+      ->check(non_negative_number)
+      ->capture_default_str();
+  train_cmd->add_option("--weight-decay", t.run.train.weight_decay, "AdamW decoupled weight decay")
+      ->check(non_negative_number)
+      ->capture_default_str();
+  train_cmd->add_option("--eval-every", t.run.train.eval_every, "Steps between loss estimates and checkpoints")
+      ->check(positive_integer)
+      ->capture_default_str();
+  train_cmd->add_option("--eval-iters", t.run.train.eval_iters, "Batches per loss estimate")
+      ->check(positive_integer)
+      ->capture_default_str();
   train_cmd->add_option("--embedding-std", t.run.embedding_std,
                         "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -329,22 +346,29 @@ int main(int argc, char** argv) {
   auto* eval_cmd = app.add_subcommand("eval", "Train and validation loss of a checkpoint");
   eval_cmd->add_option("--checkpoint", e.checkpoint, "A .safetensors checkpoint")->required();
   eval_cmd->add_option("--data", e.data, "Text to evaluate on (split 90/10 as in training)")->capture_default_str();
-  eval_cmd->add_option("--estimate", e.estimate, "Average over N random batches instead of the full pass")->check(positive_integer);
+  eval_cmd->add_option("--estimate", e.estimate, "Average over N random batches instead of the full pass")
+      ->check(positive_integer);
   eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")->check(positive_integer);
   eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")->check(positive_integer)->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
   eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
                                                  "non-overlapping and sliding-window (e.g. 128,256,512,1024)")
       ->delimiter(',')->check(positive_integer)->excludes("--estimate")->excludes("--context");
-  eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")->check(positive_integer)->needs("--contexts");
+  eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")
+      ->check(positive_integer)
+      ->needs("--contexts");
 
   SampleOptions s;
   bool no_cache = false;
   auto* sample_cmd = app.add_subcommand("sample", "Generate text from a checkpoint");
   sample_cmd->add_option("--checkpoint", s.checkpoint, "A .safetensors checkpoint")->required();
   sample_cmd->add_option("--prompt", s.prompt, "Text to continue")->capture_default_str();
-  sample_cmd->add_option("--tokens", s.tokens, "Characters to generate")->check(positive_integer)->capture_default_str();
-  sample_cmd->add_option("--temperature", s.sampling.temperature, "0 picks the most likely character")->check(non_negative_number)->capture_default_str();
+  sample_cmd->add_option("--tokens", s.tokens, "Characters to generate")
+      ->check(positive_integer)
+      ->capture_default_str();
+  sample_cmd->add_option("--temperature", s.sampling.temperature, "0 picks the most likely character")
+      ->check(non_negative_number)
+      ->capture_default_str();
   sample_cmd->add_option("--top-k", s.sampling.top_k, "Sample among the k most likely (0: all)")->capture_default_str();
   sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed")->capture_default_str();
   sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");
@@ -365,9 +389,9 @@ int main(int argc, char** argv) {
       posenc::fail("only train runs over several MPI ranks; start ", *eval_cmd ? "eval" : "sample", " without mpirun");
     if (*train_cmd) {
       if (t.resume) {
-        for (const char* name : {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay",
-                                 "--embedding-std", "--precision", "--eval-every", "--eval-iters", "--data", "--layers", "--dim",
-                                 "--heads"})
+        for (const char* name :
+             {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay", "--embedding-std", "--precision",
+              "--eval-every", "--eval-iters", "--data", "--layers", "--dim", "--heads"})
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
                          " cannot be given with it (only --out, --steps and --threads)");

@@ -40,7 +40,8 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // Whole numbers of at most `digits` digits, each named with `option` when it is not one.
-std::vector<std::uint64_t> parse_numbers(const std::string& text, const char* option, std::size_t digits, const char* what) {
+std::vector<std::uint64_t> parse_numbers(const std::string& text, const char* option, std::size_t digits,
+                                         const char* what) {
   std::vector<std::uint64_t> numbers;
   for (const std::string& s : split_list(text)) {
     if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > digits)
@@ -64,22 +65,38 @@ int main(int argc, char** argv) {
   CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
   posenc::StudyDesign design;
   design.run.data = "data/tinyshakespeare/input.txt";
-  std::string variants = join(design.variants), seeds = join(design.seeds), extended_seeds = join(design.extended_seeds);
+  std::string variants = join(design.variants), seeds = join(design.seeds),
+              extended_seeds = join(design.extended_seeds);
   std::string out = "runs/study", precision = "fp32", extrapolate;
   int jobs = 1, threads = 0;
   bool summary_only = false;
   posenc::TrainConfig& train = design.run.train;
-  app.add_option("--variants", variants, "Comma-separated positional encodings: " + join(posenc::policy_names()))->capture_default_str();
+  app.add_option("--variants", variants, "Comma-separated positional encodings: " + join(posenc::policy_names()))
+      ->capture_default_str();
   app.add_option("--seeds", seeds, "Comma-separated seeds of the base runs")->capture_default_str();
-  app.add_option("--steps", design.steps, "Steps of the base runs")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
-  app.add_option("--extended-steps", design.extended_steps, "Steps of the extended runs (0: none)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
+  app.add_option("--steps", design.steps, "Steps of the base runs")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--extended-steps", design.extended_steps, "Steps of the extended runs (0: none)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+      ->capture_default_str();
   app.add_option("--extended-seeds", extended_seeds, "Seeds of the extended runs")->capture_default_str();
-  app.add_option("--eval-every", train.eval_every, "Steps between loss estimates")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
-  app.add_option("--eval-iters", train.eval_iters, "Batches per loss estimate")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))->capture_default_str();
-  app.add_option("--batch", train.batch, "Windows per batch")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
-  app.add_option("--context", train.context, "Tokens per window")->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))->capture_default_str();
+  app.add_option("--eval-every", train.eval_every, "Steps between loss estimates")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--eval-iters", train.eval_iters, "Batches per loss estimate")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--batch", train.batch, "Windows per batch")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--context", train.context, "Tokens per window")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--lr", train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--weight-decay", train.weight_decay, "AdamW weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--weight-decay", train.weight_decay, "AdamW weight decay")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--embedding-std", design.run.embedding_std,
                  "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -92,10 +109,16 @@ int main(int argc, char** argv) {
   app.add_option("--heads", design.run.heads, "Attention heads")->capture_default_str();
   app.add_option("--data", design.run.data, "Corpus")->capture_default_str();
   app.add_option("--out", out, "Study directory")->capture_default_str();
-  app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--threads", threads, "Cores in all, fixed (default: every free core, fewer while other processes busy them, or $POSENC_NUM_THREADS; under mpirun: per rank, "
-                                       "default the rank's share of its machine)")->check(CLI::Range(1, 4096));
-  app.add_option("--extrapolate", extrapolate, "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
+  app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--threads", threads,
+                 "Cores in all, fixed (default: every free core, fewer while other processes busy them, or "
+                 "$POSENC_NUM_THREADS; under mpirun: per rank, "
+                 "default the rank's share of its machine)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--extrapolate", extrapolate,
+                 "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   try {
     app.parse(argc, argv);
@@ -142,7 +165,8 @@ int main(int argc, char** argv) {
                 world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());
     std::fflush(stdout);
     if (!pending.empty() || world.size() > 1) {
-      study::StudyProgress progress(planned, planned - pending.size(), runner.steps_to_train(pending), world.size() == 1);
+      study::StudyProgress progress(planned, planned - pending.size(), runner.steps_to_train(pending),
+                                    world.size() == 1);
 #if POSENC_WITH_MPI
       if (world.size() > 1) {
         try {

@@ -1,4 +1,4 @@
-// How many cores posenc's kernels use (OpenMP threads, each running single-threaded GEMMs): fixed, or adaptive to what other processes leave free.
+// How many cores posenc's kernels use (OpenMP threads): fixed, or adaptive to what other processes leave free.
 #pragma once
 
 #include <algorithm>
@@ -171,7 +171,9 @@ inline std::optional<CoreUsageSample> sample_core_usage() {
   const long hz = sysconf(_SC_CLK_TCK);
   rusage self{};
   if (!ticks || hz <= 0 || getrusage(RUSAGE_SELF, &self) != 0) return std::nullopt;
-  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
   return CoreUsageSample{std::chrono::steady_clock::now(), *ticks / static_cast<double>(hz),
                          seconds(self.ru_utime) + seconds(self.ru_stime), cpus.size()};
 }

@@ -1,4 +1,4 @@
-// posenc::mpi: MPI for posenc's programs — a session started only under an MPI launcher, the data-parallel ProcessGroup, and text messages between ranks.
+// posenc::mpi: a session started only under an MPI launcher, the data-parallel ProcessGroup, and text messages.
 // Not part of the umbrella header: only code that links MPI (the posenc::mpi CMake target) includes it.
 #pragma once
 
@@ -127,7 +127,8 @@ struct Envelope {
 };
 
 inline void send_text(const std::string& text, int destination, int tag) {
-  if (text.size() > static_cast<std::size_t>(INT_MAX)) fail("mpi::send_text: a message of ", text.size(), " bytes is too long");
+  if (text.size() > static_cast<std::size_t>(INT_MAX))
+    fail("mpi::send_text: a message of ", text.size(), " bytes is too long");
   check(MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, destination, tag, MPI_COMM_WORLD), "MPI_Send");
 }
 

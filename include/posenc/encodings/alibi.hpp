@@ -64,7 +64,8 @@ class LinearDistanceBias {
 
 struct ALiBi {
   static constexpr std::string_view name = "alibi";
-  static constexpr std::string_view summary = "a linear distance penalty on the scores, one slope per head (Press et al. 2022)";
+  static constexpr std::string_view summary =
+      "a linear distance penalty on the scores, one slope per head (Press et al. 2022)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
@@ -73,7 +74,8 @@ struct ALiBi {
 
 struct ALiBiSingleSlope {
   static constexpr std::string_view name = "alibi-single";
-  static constexpr std::string_view summary = "ALiBi with one slope, 2^(-8/H), for every head (the published study's variant)";
+  static constexpr std::string_view summary =
+      "ALiBi with one slope, 2^(-8/H), for every head (the published study's variant)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>

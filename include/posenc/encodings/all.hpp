@@ -1,4 +1,4 @@
-// AllPolicies: every positional encoding posenc ships, listed once; the programs, tests, benchmarks and --list-posenc iterate it.
+// AllPolicies: every positional encoding, listed once; programs, tests, benchmarks and --list-posenc iterate it.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The positional-encoding contract: what a policy provides, what attention calls on its hooks, and a check that names each missing piece.
+// The positional-encoding contract: what a policy provides, what attention calls, and a check naming what is missing.
 #pragma once
 
 #include <cmath>
@@ -132,8 +132,9 @@ consteval bool attention_hooks_contract() {
       ok = false;
     }
     if constexpr (H::has_bias_parameters && !(H::biases_scores && has_bias_backward)) {
-      static_assert(!Report, "posenc hooks: has_bias_parameters is on, so the hooks need biases_scores and "
-                             "`void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys)`");
+      static_assert(!Report,
+                    "posenc hooks: has_bias_parameters is on, so the hooks need biases_scores and "
+                    "`void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys)`");
       ok = false;
     }
     if constexpr (!H::has_bias_parameters && has_bias_backward) {
@@ -169,8 +170,9 @@ consteval bool encoding_contract() {
                            "Embedding` (posenc::NoPositionSignal when it adds nothing to the embeddings)");
     return false;
   } else if constexpr (!requires { typename P::template Attention<S, Heads, Dim / Heads>; }) {
-    static_assert(!Report, "posenc policy: the policy lacks `template <std::floating_point S, std::size_t Heads, "
-                           "std::size_t HeadDim> Attention` (posenc::NoAttentionSignal when it leaves attention alone)");
+    static_assert(!Report,
+                  "posenc policy: the policy lacks `template <std::floating_point S, std::size_t Heads, "
+                  "std::size_t HeadDim> Attention` (posenc::NoAttentionSignal when it leaves attention alone)");
     return false;
   } else {
     using E = typename P::template Embedding<S, Dim>;
@@ -187,7 +189,8 @@ consteval bool encoding_contract() {
     if constexpr (!requires(E e, const ParameterStore<S>& store, std::size_t T) {
                     { e.positions(store, T) } -> std::same_as<const S*>;
                   }) {
-      static_assert(!Report, "posenc policy: Embedding needs `const S* positions(const ParameterStore<S>&, std::size_t T)`");
+      static_assert(!Report,
+                    "posenc policy: Embedding needs `const S* positions(const ParameterStore<S>&, std::size_t T)`");
       ok = false;
     }
     if constexpr (!requires(const E e, ParameterStore<S>& store) { { e.position_grads(store) } -> std::same_as<S*>; }) {

@@ -25,7 +25,8 @@ namespace posenc {
 // gradient is 0 (to rounding); it is kept so the parameters are those of the paper's PyTorch module.
 struct FIRE {
   static constexpr std::string_view name = "fire";
-  static constexpr std::string_view summary = "attention biases from an MLP of the normalised log distance (Li et al. 2023)";
+  static constexpr std::string_view summary =
+      "attention biases from an MLP of the normalised log distance (Li et al. 2023)";
   static constexpr std::size_t hidden = 32;
   static constexpr double initial_c = 0.1;
   static constexpr double threshold_fraction_of_context = 0.25;  // L₀ = context / 4
@@ -78,7 +79,8 @@ struct FIRE {
           return;
         }
         const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
-        for (std::size_t j = 0; j < keys; ++j) row[j] += mlp(psi(static_cast<S>(relative_distance(query, j))) / norm, head);
+        for (std::size_t j = 0; j < keys; ++j)
+          row[j] += mlp(psi(static_cast<S>(relative_distance(query, j))) / norm, head);
       }
 
       // f_θ(x)_head, from its linear pieces
@@ -93,7 +95,8 @@ struct FIRE {
       // go through the MLP once per entry, in finish_backward.
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {
         if (below_threshold(query)) {
-          for (std::size_t j = 0; j < keys; ++j) grad_by_distance[relative_distance(query, j) * Heads + head] += drow[j];
+          for (std::size_t j = 0; j < keys; ++j)
+            grad_by_distance[relative_distance(query, j) * Heads + head] += drow[j];
           return;
         }
         if (grad_past->empty()) grad_past->assign((length - first_past) * length * Heads, S(0));

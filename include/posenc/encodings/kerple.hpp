@@ -1,4 +1,4 @@
-// Kerple: the logarithmic kernelized relative bias −r1_h·log(1 + r2_h·(i − j)) with learned positive r1, r2 (Chi et al. 2022).
+// Kerple: the logarithmic relative bias −r1_h·log(1 + r2_h·(i − j)), r1 and r2 learned and positive (Chi et al. 2022).
 #pragma once
 
 #include <array>
@@ -16,7 +16,8 @@ namespace posenc {
 // "transformer.h.{l}.attn.kerple.r1" and "….r2" (Heads each), which start near 0, so r ≈ ln 2.
 struct Kerple {
   static constexpr std::string_view name = "kerple";
-  static constexpr std::string_view summary = "a learned logarithmic distance bias -r1*log(1 + r2*d) per head (Chi et al. 2022)";
+  static constexpr std::string_view summary =
+      "a learned logarithmic distance bias -r1*log(1 + r2*d) per head (Chi et al. 2022)";
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;

@@ -9,7 +9,8 @@ namespace posenc {
 
 struct NoPE {
   static constexpr std::string_view name = "nope";
-  static constexpr std::string_view summary = "no position signal; only the causal mask tells positions apart (the control)";
+  static constexpr std::string_view summary =
+      "no position signal; only the causal mask tells positions apart (the control)";
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
   template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>

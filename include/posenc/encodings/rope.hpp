@@ -1,4 +1,4 @@
-// RoPE and BasicRoPE: rotary position embedding, each head's q and k rotated by position; base, rotated fraction and pairing as policy parameters.
+// RoPE and BasicRoPE: each head's q and k rotated by position; base, rotated fraction and pairing as parameters.
 #pragma once
 
 #include <cmath>

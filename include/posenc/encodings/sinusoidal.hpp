@@ -19,7 +19,8 @@ inline double sinusoidal_value(std::size_t position, std::size_t dim_index, std:
 
 struct Sinusoidal {
   static constexpr std::string_view name = "sinusoidal";
-  static constexpr std::string_view summary = "the fixed sin/cos table added to the token embeddings (Vaswani et al. 2017)";
+  static constexpr std::string_view summary =
+      "the fixed sin/cos table added to the token embeddings (Vaswani et al. 2017)";
 
   template <std::floating_point S, std::size_t Dim>
   class Embedding {

@@ -1,4 +1,4 @@
-// T5Bias: learned per-head scalar biases on the attention scores over log-spaced relative-distance buckets (Raffel et al.).
+// T5Bias: learned per-head biases on the scores over log-spaced relative-distance buckets (Raffel et al.).
 #pragma once
 
 #include <cmath>
@@ -30,7 +30,8 @@ template <std::size_t Buckets = 32, std::size_t MaxDistance = 128>
 struct BasicT5Bias {
   static_assert(Buckets >= 2 && MaxDistance > Buckets / 2, "T5Bias: needs max_distance > buckets / 2");
   static constexpr std::string_view name = "t5";
-  static constexpr std::string_view summary = "learned per-head biases over log-spaced distance buckets (Raffel et al. 2020)";
+  static constexpr std::string_view summary =
+      "learned per-head biases over log-spaced distance buckets (Raffel et al. 2020)";
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;

@@ -1,4 +1,4 @@
-// fast::attention_forward / fast::attention_backward: causal attention in blocks of queries that skip the masked keys, the policy's hooks applied inside, one (batch, head) per thread.
+// fast::attention_forward/backward: causal attention in query blocks that skip masked keys, a (batch, head) per thread.
 #pragma once
 
 #include <algorithm>

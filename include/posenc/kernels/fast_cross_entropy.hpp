@@ -1,4 +1,4 @@
-// fast::cross_entropy_forward / fast::cross_entropy_backward: cross_entropy.hpp's loss split over rows, with a vectorised softmax.
+// fast::cross_entropy_forward/backward: cross_entropy.hpp's loss split over rows, with a vectorised softmax.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// fast::gelu_forward / fast::gelu_backward: gelu.hpp's tanh-approximation GELU written as x·σ(2u), vectorised (8-wide on AVX2 CPUs), split over the threads.
+// fast::gelu_forward/backward: gelu.hpp's tanh GELU as x·σ(2u), vectorised (8-wide with AVX2), over the threads.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// fast::layernorm_forward / fast::layernorm_backward: layernorm.hpp's kernels split over rows (and columns for the parameter gradients), four floats at a time.
+// fast::layernorm_forward/backward: layernorm.hpp's kernels split over rows (and columns), four floats at a time.
 #pragma once
 
 #include <cmath>

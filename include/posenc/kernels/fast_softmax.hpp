@@ -1,4 +1,4 @@
-// fast::softmax_row / fast::softmax_row_backward / fast::dot: the row operations of attention and cross-entropy, vectorised (8-wide on AVX2 CPUs).
+// fast::softmax_row, softmax_row_backward and dot: the row operations of attention and cross-entropy, vectorised.
 #pragma once
 
 #include <algorithm>

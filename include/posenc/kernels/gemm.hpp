@@ -192,7 +192,8 @@ inline std::optional<std::string> bf16_unsupported_reason() {
   }();
   return reason;
 #else
-  return std::string("bf16 needs posenc built with oneDNN (install libdnnl-dev and reconfigure); this build uses OpenBLAS");
+  return std::string(
+      "bf16 needs posenc built with oneDNN (install libdnnl-dev and reconfigure); this build uses OpenBLAS");
 #endif
 }
 

@@ -1,4 +1,4 @@
-// describe_gemm(): which GEMM library and kernel this process runs, and a warning when OpenBLAS silently fell back to a generic kernel.
+// describe_gemm(): the GEMM library and kernel in use, and a warning when OpenBLAS fell back to a generic kernel.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// ProfileScope, POSENC_PROFILE_SCOPE and profiled(): wall-clock time per named region of the model, recorded only when POSENC_PROFILE is defined.
+// ProfileScope, POSENC_PROFILE_SCOPE and profiled(): wall-clock time per named region, when POSENC_PROFILE is defined.
 #pragma once
 
 #include <chrono>

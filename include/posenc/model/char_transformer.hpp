@@ -1,4 +1,4 @@
-// CharTransformer<PosEnc, Layers, Dim, Heads, S>: the decoder-only character model, forward, loss, backward and a training step.
+// CharTransformer<PosEnc, Layers, Dim, Heads, S>: the decoder-only character model — forward, loss and backward.
 #pragma once
 
 #include <algorithm>
@@ -308,8 +308,9 @@ class CharTransformer {
       blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T);
     profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
                                          ws_.lnf_rstd.data(), residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
-    profiled("forward: linear lm_head",
-             [&] { fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision); });
+    profiled("forward: linear lm_head", [&] {
+      fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
+    });
     ws_.saved_chunk = b0;
   }
 

@@ -149,7 +149,8 @@ class DecoderBlock {
     profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout,
                                                 act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
                                                 precision_); });
-    profiled("backward: gelu", [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });  // in place
+    profiled("backward: gelu",
+             [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });  // in place
     profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch,
                                               act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,

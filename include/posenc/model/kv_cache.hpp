@@ -1,4 +1,4 @@
-// KVCache<S>: the keys and values every layer has computed for one sequence, so each generated token costs one position.
+// KVCache<S>: every layer's keys and values of one sequence, so each generated token costs one position.
 #pragma once
 
 #include <concepts>

@@ -1,4 +1,4 @@
-// ModelShape, ModelSize, DefaultModelSizes and with_model_size(): a model named at run time, and the sizes a program is compiled for.
+// ModelShape, ModelSize, DefaultModelSizes, with_model_size(): a model named at run time, and the sizes compiled.
 #pragma once
 
 #include <cstddef>

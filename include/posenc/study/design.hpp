@@ -1,4 +1,4 @@
-// StudyDesign: which runs a study makes (variants × seeds, extended runs, extrapolation lengths), the plan of them, and its validation.
+// StudyDesign: a study's runs (variants × seeds, extended runs, extrapolation lengths), their plan and validation.
 #pragma once
 
 #include <algorithm>

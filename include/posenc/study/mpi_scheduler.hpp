@@ -1,4 +1,4 @@
-// A study over MPI ranks: rank 0 hands out the pending runs one at a time and writes their records; every rank trains what it is given.
+// A study over MPI ranks: rank 0 hands out pending runs one at a time and writes their records; every rank trains.
 // Not part of the umbrella header: only code linked to posenc::mpi includes it.
 #pragma once
 

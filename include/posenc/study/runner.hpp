@@ -1,4 +1,4 @@
-// StudyRunner: executes a study's runs — fresh, resumed or extended, N at a time — records them, extrapolates them, and collects the records.
+// StudyRunner: executes a study's runs (fresh, resumed or extended, N at a time), records and extrapolates them.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Statistics for comparing runs: mean, sample standard deviation, t-based confidence intervals, Welch's and the paired t-test.
+// Statistics for comparing runs: mean, sample sd, t-based confidence intervals, Welch's and the paired t-test.
 #pragma once
 
 #include <cmath>

@@ -180,7 +180,8 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
       if (n < 2)
         c.note = "fewer than two seeds per variant: no test is possible";
       else if (n < 5)
-        c.note = "n = " + std::to_string(n) + " seeds per variant: the tests have little power, so p ≥ 0.05 does not show the variants are equal";
+        c.note = "n = " + std::to_string(n) +
+                 " seeds per variant: the tests have little power, so p ≥ 0.05 does not show the variants are equal";
       s.pairs.push_back(c);
     }
   std::vector<std::optional<double>> welch_p, paired_p;
@@ -284,8 +285,10 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                         {"mean_tokens_per_second", v.mean_tokens_per_second}};
     j["ci95_val_loss"] = v.ci95_val ? nlohmann::json{v.ci95_val->low, v.ci95_val->high} : nlohmann::json(nullptr);
     if (const auto it = published_results().find(v.variant); it != published_results().end())
-      j["published"] = {{"mean_val_loss", it->second.mean}, {"sd_val_loss", it->second.sd},
-                        {"difference", v.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.mean_val - it->second.mean)}};
+      j["published"] = {
+          {"mean_val_loss", it->second.mean},
+          {"sd_val_loss", it->second.sd},
+          {"difference", v.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.mean_val - it->second.mean)}};
     variants.push_back(j);
   }
   nlohmann::json rankings = nlohmann::json::object();
@@ -357,10 +360,9 @@ inline std::string summary_markdown(const StudySummary& s) {
   const StudyDesign& d = s.design;
   md << "# Study summary\n\n"
      << d.run.layers << " layers, dim " << d.run.dim << ", " << d.run.heads << " heads, context " << d.run.train.context
-     << ", batch " << d.run.train.batch << ", AdamW lr " << d.run.train.lr << ", weight decay " << d.run.train.weight_decay
-     << ", embeddings initialised N(0, " << d.run.embedding_std << ")"
-     << (d.run.precision == Precision::bf16 ? ", bf16 GEMMs" : "")
-     << "; " << d.steps << " steps; seeds " ;
+     << ", batch " << d.run.train.batch << ", AdamW lr " << d.run.train.lr << ", weight decay "
+     << d.run.train.weight_decay << ", embeddings initialised N(0, " << d.run.embedding_std << ")"
+     << (d.run.precision == Precision::bf16 ? ", bf16 GEMMs" : "") << "; " << d.steps << " steps; seeds ";
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
   md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
   if (!s.missing_runs.empty())
@@ -372,7 +374,8 @@ inline std::string summary_markdown(const StudySummary& s) {
     md << "This design differs from the published one (3 layers, dim 192, 4 heads, context 128, batch 32, "
           "2000 steps): the published numbers are shown for reference only, not as a like-for-like comparison.\n\n";
   md << "## Validation loss by variant\n\n"
-     << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | reproduced − published |\n"
+     << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | "
+        "reproduced − published |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
   for (const VariantSummary& v : s.variants) {
     md << "| " << v.variant << " | " << v.val.size() << " | ";
@@ -385,7 +388,8 @@ inline std::string summary_markdown(const StudySummary& s) {
     }
     if (const auto it = published_results().find(v.variant); it != published_results().end())
       md << fixed(it->second.mean) << " ± " << fixed(it->second.sd) << " | "
-         << (v.val.empty() ? "—" : (v.mean_val - it->second.mean >= 0 ? "+" : "") + fixed(v.mean_val - it->second.mean)) << " |\n";
+         << (v.val.empty() ? "—" : (v.mean_val - it->second.mean >= 0 ? "+" : "") + fixed(v.mean_val - it->second.mean))
+         << " |\n";
     else
       md << "— | — |\n";
   }
@@ -395,7 +399,7 @@ inline std::string summary_markdown(const StudySummary& s) {
     if (const auto it = s.ranking_by_seed.find(seed); it != s.ranking_by_seed.end())
       md << "| " << seed << " | " << detail::join(it->second, " < ") << " |\n";
   md << "\n"
-     << (!s.ranking_complete  ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
+     << (!s.ranking_complete ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
          : s.ranking_consistent ? "The ranking is the same in every seed"
                                 : "The ranking is **not** the same in every seed")
      << ". The published ranking: rope < alibi-single < sinusoidal < learned.\n";
@@ -410,9 +414,9 @@ inline std::string summary_markdown(const StudySummary& s) {
     auto test = [](const std::optional<stats::TTest>& t) {
       return t ? fixed(t->t, 2) + " (" + fixed(t->df, 1) + ")" : std::string("—");
     };
-    md << "| " << c.a << " | " << c.b << " | " << (c.mean_difference >= 0 ? "+" : "") << fixed(c.mean_difference) << " | "
-       << test(c.welch) << " | " << detail::p_text(c.welch ? std::optional<double>(c.welch->p) : std::nullopt) << " | "
-       << detail::p_text(c.welch_p_holm) << " | " << test(c.paired) << " | "
+    md << "| " << c.a << " | " << c.b << " | " << (c.mean_difference >= 0 ? "+" : "") << fixed(c.mean_difference)
+       << " | " << test(c.welch) << " | " << detail::p_text(c.welch ? std::optional<double>(c.welch->p) : std::nullopt)
+       << " | " << detail::p_text(c.welch_p_holm) << " | " << test(c.paired) << " | "
        << detail::p_text(c.paired ? std::optional<double>(c.paired->p) : std::nullopt) << " | "
        << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
   }

@@ -1,4 +1,4 @@
-// AnyModel: a CharTransformer of any policy and size behind one virtual interface, and make_any_model(), the runtime name-and-size dispatcher.
+// AnyModel: a CharTransformer of any policy and size behind one interface; make_any_model(), the runtime dispatcher.
 #pragma once
 
 #include <cstddef>

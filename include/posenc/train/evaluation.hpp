@@ -1,4 +1,4 @@
-// evaluate_loss(), evaluate_loss_sliding() and estimate_loss(): a model's loss on a token split, by deterministic passes or random batches.
+// evaluate_loss(), evaluate_loss_sliding(), estimate_loss(): a model's loss on a split, full passes or random batches.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// save_optimizer_state / load_optimizer_state: AdamW's moments and step count in a safetensors file beside a checkpoint.
+// save_optimizer_state / load_optimizer_state: AdamW's moments and step count in a file beside a checkpoint.
 #pragma once
 
 #include <concepts>

@@ -1,4 +1,4 @@
-// ProcessGroup: the processes that train one model together (data parallelism), and the rows of a global batch each one computes.
+// ProcessGroup: the processes that train one model together (data parallelism), and each one's rows of a batch.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// RunConfig: everything that determines a training run's numbers, and its JSON form, which both programs and the study write and read.
+// RunConfig: everything that determines a training run's numbers, and its JSON, which every program reads and writes.
 #pragma once
 
 #include <cstddef>
