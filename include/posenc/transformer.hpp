@@ -26,6 +26,7 @@
 #include "posenc/kernels/parallel.hpp"
 #include "posenc/kernels/precision.hpp"
 #include "posenc/kernels/profile.hpp"
+#include "posenc/kernels/softmax.hpp"
 
 #include "posenc/encodings/all.hpp"
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "posenc/kernels/gemm.hpp"
+#include "posenc/kernels/softmax.hpp"
 
 namespace posenc {
 
@@ -23,6 +24,15 @@ template <class Hooks, class S>
 void unrotate_key(const Hooks& hooks, S* g, std::size_t pos) {
   if constexpr (Hooks::rotates_keys_separately) hooks.unrotate_key(g, pos);
   else hooks.unrotate(g, pos);
+}
+
+// q and k of one head at positions 0..T−1 (rows `ld` apart), turned in place as the hooks turn them.
+template <class Hooks, class S>
+void rotate_head(const Hooks& hooks, S* q, S* k, std::size_t ld, std::size_t T) {
+  for (std::size_t t = 0; t < T; ++t) {
+    hooks.rotate(q + t * ld, t);
+    rotate_key(hooks, k + t * ld, t);
+  }
 }
 
 // q and k were rotated in place by the forward pass  →  rotate their gradients back and add them:
@@ -61,15 +71,12 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
-  if constexpr (Hooks::rotates_qk) {
+  if constexpr (Hooks::rotates_qk)
     for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t h = 0; h < H; ++h) {
-          S* q = qkv + (b * T + t) * C3 + h * hd;
-          hooks.rotate(q, t);
-          rotate_key(hooks, q + C, t);
-        }
-  }
+      for (std::size_t h = 0; h < H; ++h) {
+        S* q = qkv + b * T * C3 + h * hd;
+        rotate_head(hooks, q, q + C, C3, T);
+      }
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h = 0; h < H; ++h) {
       const S* q = qkv + b * T * C3 + h * hd;
@@ -81,14 +88,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
         S* row = a + i * T;
         const std::size_t keys = causal ? i + 1 : T;
         if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, keys);
-        const S rmax = *std::max_element(row, row + keys);
-        S sum = 0;
-        for (std::size_t j = 0; j < keys; ++j) {
-          row[j] = std::exp(row[j] - rmax);
-          sum += row[j];
-        }
-        const S inv = S(1) / sum;
-        for (std::size_t j = 0; j < keys; ++j) row[j] *= inv;
+        softmax_row(row, keys);
         std::fill(row + keys, row + T, S(0));  // masked keys get no weight
       }
       gemm<S>(false, false, T, hd, T, S(1), a, T, v, C3, S(0), out + b * T * C + h * hd, C);

@@ -44,12 +44,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
     S* q = qkv + b * T * C3 + h * hd;
     S* k = q + C;
     const S* v = q + 2 * C;
-    if constexpr (Hooks::rotates_qk) {
-      for (std::size_t t = 0; t < T; ++t) {
-        hooks.rotate(q + t * C3, t);
-        rotate_key(hooks, k + t * C3, t);
-      }
-    }
+    if constexpr (Hooks::rotates_qk) rotate_head(hooks, q, k, C3, T);
     S* a = att + bh * T * T;
     for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
       const std::size_t rows = std::min(attention_block, T - i0);

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "posenc/kernels/fast_math.hpp"
+#include "posenc/kernels/softmax.hpp"
 
 namespace posenc::fast {
 
@@ -127,15 +128,7 @@ S softmax_row(S* row, std::size_t n) {
     return simd::cpu_has_avx2_fma() ? detail::softmax_row_avx2(row, n)
                                     : detail::softmax_span<simd::f32x4>(row, n);
   } else {
-    const S rmax = *std::max_element(row, row + n);
-    S sum = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      row[j] = std::exp(row[j] - rmax);
-      sum += row[j];
-    }
-    const S inv = S(1) / sum;
-    for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
-    return std::log(sum) + rmax;
+    return posenc::softmax_row(row, n);
   }
 }
 
