@@ -236,10 +236,9 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
   CHECK(att_err < tolerance<S>());
   // backward adds into a non-zero dqkv, and into the bias parameters' gradients (in `grads`)
   auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
-  std::vector<S> scratch_ref(attention_scratch_size(T, C, H));
   std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters));
   const std::vector<S> grads_before(grads.begin(), grads.end());
-  attention_backward(dqkv_ref.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H,
+  attention_backward(dqkv_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H,
                      hooks, causal);
   const std::vector<S> grads_ref(grads.begin(), grads.end());
   std::copy(grads_before.begin(), grads_before.end(), grads.begin());
@@ -250,7 +249,7 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
   if constexpr (Hooks::has_bias_parameters) CHECK(max_error(grads_ref, grads_before) > 0.01);  // they were reached
   // overwrite: garbage in dqkv is replaced by the gradient alone
   std::vector<S> fresh(qkv.size(), S(0)), over(qkv.size(), S(1e30));
-  attention_backward(fresh.data(), scratch_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks,
+  attention_backward(fresh.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks,
                      causal);
   fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks,
                            causal, true);

@@ -187,8 +187,8 @@ void check_attention(const Hooks& hooks_in, bool causal) {
   const Vec expected = naive_attention(qkv, B, T, C, H, hooks, causal);
   for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == Approx(expected[i]).epsilon(1e-12));
 
-  Vec dqkv(qkv.size(), 0), scratch(attention_scratch_size(T, C, H));
-  attention_backward(dqkv.data(), scratch.data(), up.data(), work.data(), att.data(), B, T, C, H,
+  Vec dqkv(qkv.size(), 0);
+  attention_backward(dqkv.data(), up.data(), work.data(), att.data(), B, T, C, H,
                      hooks, causal);
   auto f = [&] {
     Vec fresh = qkv;  // forward rotates q and k in place
@@ -217,12 +217,12 @@ TEST_CASE("attention_backward adds into dqkv, also when the hooks rotate") {
   auto hooks = rope.bind(store, 4);
   const std::size_t B = 1, T = 4, C = 8, H = 2;
   Vec qkv = random_vector(B * T * 3 * C, 17), up = random_vector(B * T * C, 18);
-  Vec out(B * T * C), att(B * H * T * T), scratch(attention_scratch_size(T, C, H));
+  Vec out(B * T * C), att(B * H * T * T);
   attention_forward(out.data(), att.data(), qkv.data(), B, T, C, H, hooks);
   Vec once(qkv.size(), 0);
-  attention_backward(once.data(), scratch.data(), up.data(), qkv.data(), att.data(), B, T, C, H, hooks);
+  attention_backward(once.data(), up.data(), qkv.data(), att.data(), B, T, C, H, hooks);
   Vec twice = once;
-  attention_backward(twice.data(), scratch.data(), up.data(), qkv.data(), att.data(), B, T, C, H, hooks);
+  attention_backward(twice.data(), up.data(), qkv.data(), att.data(), B, T, C, H, hooks);
   for (std::size_t i = 0; i < once.size(); ++i) REQUIRE(twice[i] == Approx(2 * once[i]));
 }
 

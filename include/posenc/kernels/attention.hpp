@@ -5,6 +5,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <vector>
 
 #include "posenc/kernels/gemm.hpp"
 #include "posenc/kernels/softmax.hpp"
@@ -54,12 +55,6 @@ void add_unrotated_qk_gradients(const Hooks& hooks, S* dq, S* dk, std::size_t ld
   }
 }
 
-// Scratch that attention_backward needs, in scalars: one (T,T) score gradient and, when the hooks
-// rotate, a (T,hd) gradient for each of q and k before they are rotated back.
-inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H) {
-  return T * T + 2 * T * (C / H);
-}
-
 // out (B,T,C), att (B,H,T,T) the softmax saved for backward (zero above the diagonal),
 // qkv (B,T,3C): per position q | k | v, each C = H·hd wide with head h at columns [h·hd, (h+1)·hd).
 // When the hooks rotate, q and k are rotated in place: qkv then holds what backward needs.
@@ -97,16 +92,19 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
 }
 
 // dqkv (B,T,3C) is added into (gradients of the unrotated q, k and v); dout (B,T,C);
-// qkv and att as attention_forward left them; scratch of attention_scratch_size(T, C, H) scalars.
+// qkv and att as attention_forward left them. (The reference allocates its scratch: one (T,T) score
+// gradient and, when the hooks rotate, a (T,hd) gradient for each of q and k; fast::attention_backward
+// takes a caller's.)
 template <std::floating_point S, class Hooks>
-void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
+void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att,
                         std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
                         bool causal = true) {
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
-  S* dscores = scratch;               // (T,T)
-  S* dq_rotated = scratch + T * T;    // (T,hd), only when the hooks rotate
+  std::vector<S> scratch(T * T + 2 * T * hd);
+  S* dscores = scratch.data();        // (T,T)
+  S* dq_rotated = dscores + T * T;    // (T,hd), only when the hooks rotate
   S* dk_rotated = dq_rotated + T * hd;
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h = 0; h < H; ++h) {
