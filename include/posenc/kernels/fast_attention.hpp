@@ -84,7 +84,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
   // (threads, H, T, T): each thread's sum of ds over its sequences, for the bias parameters
   S* const dbias_all = scratch + threads * per_thread;
   if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
-  parallel_for_each(B * H, [&](std::size_t bh) {
+  const auto item = [&](std::size_t bh) {
     const std::size_t b = bh / H, h = bh % H;
     const std::size_t thread = parallel_thread_index();
     S* dscores = scratch + thread * per_thread;     // (attention_block, T)
@@ -131,7 +131,11 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
     }
     if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
-  });
+  };
+  // A thread's bias sums must cover the same items on every run (a fixed partition), or the sums
+  // round differently from run to run; without bias parameters items are handed out as threads free up.
+  if constexpr (Hooks::has_bias_parameters) parallel_for_each_fixed(B * H, item);
+  else parallel_for_each(B * H, item);
   if constexpr (Hooks::has_bias_parameters) {
     // the threads' sums into thread 0's, then each (head, query) row once into the shared gradients
     for (std::size_t t = 1; t < threads; ++t) {

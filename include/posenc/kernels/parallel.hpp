@@ -86,6 +86,16 @@ void parallel_for_each(std::size_t n, F&& f) {
   for (long i = 0; i < count; ++i) f(static_cast<std::size_t>(i));
 }
 
+// Calls f(i) for i in [0, n), each thread taking one contiguous range of items in order: which
+// items a thread gets depends only on n and the thread count, so sums a thread keeps of its items
+// (and their sum over the threads, in thread order) are the same on every run.
+template <class F>
+void parallel_for_each_fixed(std::size_t n, F&& f) {
+  parallel_for_chunks(n, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) f(i);
+  });
+}
+
 // gemm() with its output split over the threads: by rows of C when M is the larger side, by
 // columns otherwise. Each thread's product is an ordinary single-threaded OpenBLAS call (see
 // threads.hpp), so every element is computed exactly as one gemm() call would.
