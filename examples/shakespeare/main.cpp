@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -87,6 +89,10 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   if (root && options.resume) {
     config = config_from_file(config_path);
     if (steps_given > 0) config.train.steps = steps_given;  // extending a run is allowed
+    if (std::filesystem::exists(run.log()))
+      if (const auto log = posenc::read_eval_log(run.log()); !log.empty() && log.back().step > config.train.steps)
+        posenc::fail("--steps ", config.train.steps, ": the run in '", out, "' is already at step ", log.back().step,
+                     "; give more steps to continue it");
   } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   }
@@ -104,6 +110,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
   posenc::CharDataset data = make_dataset(text, config.data, nullptr);
+  posenc::check_training_memory(config, data.vocab_size());
   if (data.train().size() < config.train.context + 1 || data.val().size() < config.train.context + 1)
     posenc::fail("data file '", config.data, "' is too short: its training split has ", data.train().size(),
                  " and its validation split ", data.val().size(), " tokens; each needs at least context + 1 = ",
@@ -243,28 +250,60 @@ int evaluate(const EvalOptions& o) {
   return 0;
 }
 
+// The byte at `i` as a reader can see it: "'Z' (byte 90)", or for a byte of a UTF-8 character the
+// whole character and its bytes, "'é' (bytes 0xc3 0xa9)", never half a character.
+std::string describe_byte(const std::string& text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  if (byte(i) < 0x80) return "the symbol '" + text.substr(i, 1) + "' (byte " + std::to_string(byte(i)) + ")";
+  std::size_t start = i;
+  while (start > 0 && i - start < 3 && (byte(start) & 0xC0) == 0x80) --start;  // back to the lead byte
+  const unsigned char lead = byte(start);
+  const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+  bool valid = length > 0 && start + length <= text.size() && i < start + length;
+  for (std::size_t k = start + 1; valid && k < start + length; ++k) valid = (byte(k) & 0xC0) == 0x80;
+  const auto hex = [&](std::size_t from, std::size_t to) {
+    std::string out;
+    char buf[8];
+    for (std::size_t k = from; k < to; ++k) {
+      std::snprintf(buf, sizeof buf, "%s0x%02x", out.empty() ? "" : " ", byte(k));
+      out += buf;
+    }
+    return out;
+  };
+  if (!valid) return "the byte " + hex(i, i + 1) + " (not part of a UTF-8 character)";
+  return "the character '" + text.substr(start, length) + "' (bytes " + hex(start, start + length) + ")";
+}
+
 int sample(const SampleOptions& o) {
   const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
   const posenc::CharTokenizer& tokenizer = checkpoint.tokenizer;
   for (std::size_t i = 0; i < o.prompt.size(); ++i)
     if (!tokenizer.contains(o.prompt[i]))
-      posenc::fail("--prompt: the symbol '", std::string(1, o.prompt[i]), "' (byte ",
-                   static_cast<int>(static_cast<unsigned char>(o.prompt[i])), ") at position ", i,
+      posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
                    " is not in the checkpoint's vocabulary");
   const auto generated = checkpoint.model->generate(tokenizer.encode(o.prompt), o.tokens, o.sampling);
   std::printf("%s%s\n", o.prompt.c_str(), tokenizer.decode(generated).c_str());
   return 0;
 }
 
-// "--steps: must be a positive whole number, got '0'" rather than CLI11's range with a 300-digit bound.
-inline const CLI::Validator positive_integer(
-    [](std::string& text) -> std::string {
-      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || text.find_first_not_of('0') == std::string::npos)
-        return "must be a positive whole number, got '" + text + "'";
-      return {};
-    },
-    "POSITIVE");
+// A whole number in [min, max], parsed without wrapping or clamping: "-1" for a seed and
+// "18446744073709551616" for a step count are errors that name the range, not huge numbers.
+inline CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min || value > max)
+          return "must be a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" + text +
+                 "'";
+        return {};
+      },
+      "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+inline const std::uint64_t most_steps = std::uint64_t{1} << 40;
+inline const std::uint64_t longest_context = std::uint64_t{1} << 20;  // also the most windows per batch
+inline const CLI::Validator positive_integer =
+    whole_number_in(1, std::uint64_t{1} << 40);  // counts with no tighter bound
 
 inline const CLI::Validator non_negative_number(
     [](std::string& text) -> std::string {
@@ -288,7 +327,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "Threads for the kernels, fixed (default: every free core, fewer while other processes busy "
                  "them; or $POSENC_NUM_THREADS)")
-      ->check(positive_integer);
+      ->check(whole_number_in(1, 4096));
   app.add_flag_callback(
       "--list-posenc",
       [] {
@@ -307,14 +346,15 @@ int main(int argc, char** argv) {
   auto* train_cmd = app.add_subcommand("train", "Train a model and write its run directory");
   train_cmd->add_option("--posenc", t.run.posenc, "Positional encoding (--list-posenc lists them)")
       ->check(CLI::IsMember(posenc::policy_names()))->capture_default_str();
-  train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(positive_integer);
+  train_cmd->add_option("--steps", steps_given, "Training steps [2000]")->check(whole_number_in(1, most_steps));
   train_cmd->add_option("--seed", t.run.train.seed, "Seed of the initialisation and the batch sampler")
+      ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
   train_cmd->add_option("--batch", t.run.train.batch, "Windows per batch")
-      ->check(positive_integer)
+      ->check(whole_number_in(1, longest_context))
       ->capture_default_str();
   train_cmd->add_option("--context", t.run.train.context, "Tokens per window")
-      ->check(positive_integer)
+      ->check(whole_number_in(1, longest_context))
       ->capture_default_str();
   train_cmd->add_option("--lr", t.run.train.lr, "AdamW learning rate (constant)")
       ->check(non_negative_number)
@@ -323,10 +363,10 @@ int main(int argc, char** argv) {
       ->check(non_negative_number)
       ->capture_default_str();
   train_cmd->add_option("--eval-every", t.run.train.eval_every, "Steps between loss estimates and checkpoints")
-      ->check(positive_integer)
+      ->check(whole_number_in(1, most_steps))
       ->capture_default_str();
   train_cmd->add_option("--eval-iters", t.run.train.eval_iters, "Batches per loss estimate")
-      ->check(positive_integer)
+      ->check(whole_number_in(1, std::uint64_t{1} << 30))
       ->capture_default_str();
   train_cmd->add_option("--embedding-std", t.run.embedding_std,
                         "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
@@ -347,13 +387,16 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--checkpoint", e.checkpoint, "A .safetensors checkpoint")->required();
   eval_cmd->add_option("--data", e.data, "Text to evaluate on (split 90/10 as in training)")->capture_default_str();
   eval_cmd->add_option("--estimate", e.estimate, "Average over N random batches instead of the full pass")
-      ->check(positive_integer);
-  eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")->check(positive_integer);
-  eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")->check(positive_integer)->capture_default_str();
+      ->check(whole_number_in(1, std::uint64_t{1} << 30));
+  eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")
+      ->check(whole_number_in(1, longest_context));
+  eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")
+      ->check(whole_number_in(1, longest_context))
+      ->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
   eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
                                                  "non-overlapping and sliding-window (e.g. 128,256,512,1024)")
-      ->delimiter(',')->check(positive_integer)->excludes("--estimate")->excludes("--context");
+      ->delimiter(',')->check(whole_number_in(1, longest_context))->excludes("--estimate")->excludes("--context");
   eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")
       ->check(positive_integer)
       ->needs("--contexts");
@@ -369,8 +412,12 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--temperature", s.sampling.temperature, "0 picks the most likely character")
       ->check(non_negative_number)
       ->capture_default_str();
-  sample_cmd->add_option("--top-k", s.sampling.top_k, "Sample among the k most likely (0: all)")->capture_default_str();
-  sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed")->capture_default_str();
+  sample_cmd->add_option("--top-k", s.sampling.top_k, "Sample among the k most likely (0: all)")
+      ->check(whole_number_in(0, std::uint64_t{1} << 31))
+      ->capture_default_str();
+  sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed")
+      ->check(whole_number_in(0, UINT64_MAX))
+      ->capture_default_str();
   sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");
 
   try {

@@ -123,6 +123,23 @@ expect_error "resume on a corpus that changed since the run started" "changed si
 expect_error "non-positive --steps" "--steps" "$bin" train "${tiny[@]}" --data corpus.txt --steps 0 --out bad6
 expect_error "non-positive --batch" "--batch" "$bin" train "${small[@]}" --context 16 --data corpus.txt --batch -3 --out bad7
 expect_error "non-positive --context" "--context" "$bin" train "${small[@]}" --batch 4 --data corpus.txt --context 0 --out bad8
+expect_error "a step count past 2^64" "--steps: must be a whole number in [1, 1099511627776], got '18446744073709551616'" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --steps 18446744073709551616 --out bad-steps
+expect_error "a negative seed" "--seed: must be a whole number in [0, 18446744073709551615], got '-1'" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --seed -1 --out bad-seed
+expect_error "a context past 2^64" "--context: must be a whole number in [1, 1048576]" \
+  "$bin" train "${small[@]}" --batch 4 --data corpus.txt --context 99999999999999999999 --out bad-context
+if "$bin" train "${small[@]}" --batch 32 --context 1048576 --data corpus.txt --out bad-memory > out.txt 2> err.txt; then
+  failed "a context too long for the machine's memory trained"
+elif grep -q "needs about .* GiB to train; this machine has" err.txt && [ ! -e bad-memory ]; then
+  pass "a context too long for the machine's memory is refused before anything is written"
+else
+  failed "a context too long for the machine's memory: $(head -c 300 err.txt); $(ls bad-memory 2>&1)"
+fi
+mkdir -p a-directory
+expect_error "a directory as the data file" "data file 'a-directory' is a directory" \
+  "$bin" train "${tiny[@]}" --data a-directory --out bad-dir
+expect_error "--resume with fewer steps than the run has" "is already at step 30" "$bin" train --resume --out full --steps 10
 expect_error "unknown --precision" "--precision" "$bin" train "${tiny[@]}" --data corpus.txt --precision fp16 --out bad-precision
 expect_error "a model size the binary is not built for" "not built for a model of 5 layers" "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9
 expect_error "an existing run without --resume" "already holds a run" "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full
@@ -131,6 +148,10 @@ expect_error "--resume with a conflicting option" "cannot be given with it" "$bi
 expect_error "--resume with another embedding start" "--embedding-std cannot be given with it" "$bin" train --resume --out full --embedding-std 1
 expect_error "a zero embedding std" "--embedding-std" "$bin" train "${tiny[@]}" --data corpus.txt --embedding-std 0 --out bad-std
 expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
+expect_error "a UTF-8 prompt character outside the vocabulary" "the character 'é' (bytes 0xc3 0xa9) at position 2" \
+  "$bin" sample --checkpoint full/model.safetensors --prompt "toé"
+expect_error "a negative --top-k" "--top-k: must be a whole number in [0, 2147483648], got '-3'" \
+  "$bin" sample --checkpoint full/model.safetensors --top-k -3
 expect_error "a missing checkpoint" "missing.safetensors" "$bin" sample --checkpoint missing.safetensors
 
 ck=full/model.safetensors

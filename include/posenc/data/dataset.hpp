@@ -3,10 +3,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -18,6 +20,9 @@ namespace posenc {
 
 // The whole file as bytes; names the file in the error when it cannot be read or is empty.
 inline std::string read_text_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    fail("data file '", path, "' is a directory; expected a text file (e.g. data/tinyshakespeare/input.txt)");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open data file '", path, "' for reading");
   std::ostringstream buffer;

@@ -73,7 +73,9 @@ class StudyRunner {
         data_(corpus),
         digest_(corpus_digest(corpus)),
         make_model_(std::move(make_model)),
-        plan_(plan_runs(design_)) {}
+        plan_(plan_runs(design_)) {
+    check_training_memory(design_.run, data_.vocab_size());
+  }
 
   const StudyDesign& design() const { return design_; }
   const StudyPaths& paths() const { return paths_; }

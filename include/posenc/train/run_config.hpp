@@ -1,6 +1,10 @@
 // RunConfig: everything that determines a training run's numbers, and its JSON, which every program reads and writes.
 #pragma once
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -54,7 +58,33 @@ struct RunConfig {
     return a == b;
   }
   bool operator==(const RunConfig&) const = default;
+
+  // About how many bytes training takes: the batch's logits and tokens, and one chunk of
+  // sequences' saved activations (ModelConfig::chunk, 8), where attention's (heads, T, T)
+  // probabilities grow with the square of the context. In double, so absurd sizes cannot wrap.
+  double training_bytes(std::size_t vocab_size) const {
+    const double B = static_cast<double>(train.batch), T = static_cast<double>(train.context);
+    const double V = static_cast<double>(vocab_size), D = static_cast<double>(dim);
+    const double L = static_cast<double>(layers), H = static_cast<double>(heads);
+    const double chunk = std::min(B, 8.0);
+    const double floats = B * T * V + chunk * T * (L * (16 * D + H * T) + (L + 1) * D + 3 * V + 6 * D);
+    return 4 * floats + 3 * 4 * B * (T + 1);
+  }
 };
+
+// Throws posenc::Error when training `config` would need more memory than the machine has, naming
+// the sizes that ask for it, so that a typo in --batch or --context fails before anything is
+// written instead of as an allocation failure deep inside.
+inline void check_training_memory(const RunConfig& config, std::size_t vocab_size) {
+  const double needed = config.training_bytes(vocab_size);
+  const double page = static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * page;
+  if (physical > 0 && needed > physical)
+    fail("batch ", config.train.batch, " × context ", config.train.context, " (", config.layers, " layers, dim ",
+         config.dim, ", ", config.heads, " heads) needs about ", std::ceil(needed / double(1 << 30)),
+         " GiB to train; this machine has ", std::floor(physical / double(1 << 30)),
+         " GiB of memory: lower --batch or --context");
+}
 
 inline nlohmann::json to_json(const RunConfig& c) {
   return {{"posenc", c.posenc},
