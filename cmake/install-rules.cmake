@@ -5,10 +5,13 @@ set(POSENC_CMAKE_DIR "${CMAKE_INSTALL_DATADIR}/cmake/posenc"
     CACHE STRING "Where posencConfig.cmake is installed, relative to the prefix")
 
 install(TARGETS posenc EXPORT posencTargets FILE_SET HEADERS)
-if(POSENC_HAS_MPI)
-  install(TARGETS posenc_mpi EXPORT posencTargets)
-endif()
 install(EXPORT posencTargets NAMESPACE posenc:: DESTINATION "${POSENC_CMAKE_DIR}")
+# posenc::mpi in its own export, which the package loads only where MPI is found: a consumer
+# without MPI can still use posenc::posenc.
+if(POSENC_HAS_MPI)
+  install(TARGETS posenc_mpi EXPORT posencMpiTargets)
+  install(EXPORT posencMpiTargets NAMESPACE posenc:: DESTINATION "${POSENC_CMAKE_DIR}")
+endif()
 
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/posencConfig.cmake.in"
