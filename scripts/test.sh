@@ -2,7 +2,8 @@
 # Installs the dependencies, then configures, builds and runs the whole test suite twice: with the
 # developer preset (warnings as errors) and with the sanitizer preset (AddressSanitizer + UBSan);
 # then runs the libFuzzer targets for a short time (clang). Open MPI is installed so that the
-# distributed study and data-parallel training are tested too (mpirun --oversubscribe -np 2).
+# distributed study and data-parallel training are tested too (mpirun --oversubscribe -np 2), and
+# Debian's PyTorch so that checkpoints are cross-checked by the independent PyTorch model.
 #   scripts/test.sh            all three
 #   scripts/test.sh --quick    the developer preset only
 set -euo pipefail
@@ -18,10 +19,10 @@ for arg in "$@"; do
 done
 
 if [ "$quick" -eq 1 ]; then
-  scripts/install-deps.sh --mpi
+  scripts/install-deps.sh --mpi --bench
   cmake --workflow --preset test
 else
-  scripts/install-deps.sh --mpi --fuzz
+  scripts/install-deps.sh --mpi --fuzz --bench
   cmake --workflow --preset test
   cmake --workflow --preset sanitize
   cmake --workflow --preset fuzz
