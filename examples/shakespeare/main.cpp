@@ -32,6 +32,7 @@ inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
 struct TrainOptions {
   posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
   std::string precision = "fp32";  // as given; run.precision once checked
+  std::size_t keep_checkpoints = posenc::RunDirectory::default_keep_checkpoints;  // not part of the run's numbers
   bool resume = false;
 };
 
@@ -84,7 +85,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   posenc::RunConfig& config = options.run;
   const std::string out =
       out_given.empty() ? "runs/" + config.posenc + "-seed" + std::to_string(config.train.seed) : out_given;
-  const posenc::RunDirectory run(out);
+  const posenc::RunDirectory run(out, options.keep_checkpoints);
   const std::string config_path = (run.dir() / "config.json").string();
   if (root && options.resume) {
     config = config_from_file(config_path);
@@ -378,6 +379,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data", t.run.data, "Training text (any file)")->capture_default_str();
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
+  train_cmd->add_option("--keep-checkpoints", t.keep_checkpoints,
+                        "Checkpoints kept: those of the newest N evaluations and of the best validation estimate "
+                        "(0: all)")
+      ->check(whole_number_in(0, std::uint64_t{1} << 20))
+      ->capture_default_str();
   train_cmd->add_option("--layers", t.run.layers, "Transformer blocks")->capture_default_str();
   train_cmd->add_option("--dim", t.run.dim, "Model width")->capture_default_str();
   train_cmd->add_option("--heads", t.run.heads, "Attention heads")->capture_default_str();
@@ -441,7 +447,7 @@ int main(int argc, char** argv) {
               "--eval-every", "--eval-iters", "--data", "--layers", "--dim", "--heads"})
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
-                         " cannot be given with it (only --out, --steps and --threads)");
+                         " cannot be given with it (only --out, --steps, --keep-checkpoints and --threads)");
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
       if (steps_given > 0) t.run.train.steps = steps_given;

@@ -36,6 +36,19 @@ else
   failed "resume: $(tail -5 resume.log)"
 fi
 
+# Checkpoints are pruned to the newest N evaluations and the best one; the run still resumes.
+"$bin" train --posenc rope --layers 2 --dim 64 --heads 4 --eval-iters 3 --batch 4 --context 16 --data corpus.txt \
+  --steps 40 --eval-every 5 --keep-checkpoints 2 --out pruned > /dev/null 2>&1
+kept=$(ls pruned/checkpoint-step*.safetensors 2>/dev/null | wc -l)
+if [ "$kept" -ge 2 ] && [ "$kept" -le 3 ] && [ -f pruned/checkpoint-step000040.safetensors ] &&
+   [ -f pruned/checkpoint-step000035.safetensors ] && "$bin" train --resume --steps 45 --out pruned > /dev/null 2>&1 &&
+   [ -f pruned/checkpoint-step000045.safetensors ] && [ -f pruned/checkpoint-step000040.safetensors ] &&
+   [ "$(ls pruned/checkpoint-step*.safetensors | wc -l)" -le 3 ]; then
+  pass "--keep-checkpoints keeps the newest N and the best checkpoint, and the run resumes"
+else
+  failed "--keep-checkpoints: $(ls pruned)"
+fi
+
 # --embedding-std is kept in config.json, so --resume starts nothing differently: the resumed run
 # equals the uninterrupted one, and both differ from the default start.
 "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --embedding-std 1 --out wide > /dev/null 2>&1

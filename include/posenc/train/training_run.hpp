@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,10 +29,15 @@ namespace posenc {
 //   optimizer.safetensors              AdamW's moments, step and the sampler's position at the
 //                                      latest evaluation: what --resume continues from
 //   model.safetensors                  the final model
+// Checkpoints are kept for the newest `keep_checkpoints` evaluations and for the one with the
+// lowest validation estimate; older ones are deleted as new ones are written (0 keeps them all).
 class RunDirectory {
  public:
-  explicit RunDirectory(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  static constexpr std::size_t default_keep_checkpoints = 5;
+  explicit RunDirectory(std::filesystem::path dir, std::size_t keep_checkpoints = default_keep_checkpoints)
+      : dir_(std::move(dir)), keep_(keep_checkpoints) {}
   const std::filesystem::path& dir() const { return dir_; }
+  std::size_t keep_checkpoints() const { return keep_; }
   std::string log() const { return (dir_ / "log.jsonl").string(); }
   std::string optimizer() const { return (dir_ / "optimizer.safetensors").string(); }
   std::string final_model() const { return (dir_ / "model.safetensors").string(); }
@@ -41,8 +47,24 @@ class RunDirectory {
     return (dir_ / name).string();
   }
 
+  // Deletes the checkpoints of `records` (a run's evaluations, oldest first) that are neither
+  // among the newest keep_checkpoints() nor the best validation estimate's. The newest, which the
+  // optimizer state names, is always kept.
+  void prune_checkpoints(const std::vector<EvalRecord>& records) const {
+    if (keep_ == 0 || records.size() <= keep_) return;
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < records.size(); ++i)
+      if (records[i].val_loss < records[best].val_loss) best = i;
+    for (std::size_t i = 0; i + keep_ < records.size(); ++i) {
+      if (i == best) continue;
+      std::error_code ignored;  // already gone (an earlier prune, or by hand) is fine
+      std::filesystem::remove(checkpoint(records[i].step), ignored);
+    }
+  }
+
  private:
   std::filesystem::path dir_;
+  std::size_t keep_;
 };
 
 inline nlohmann::json to_json(const EvalRecord& r) {
@@ -146,6 +168,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
                            {{"sampler_state", trainer.sampler().rng().state()},
                             {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
                             {"train_seconds", std::to_string(trainer.train_seconds())}});
+      run.prune_checkpoints(records);  // only now: the optimizer state names the new checkpoint
     }
     callbacks.on_eval(r);
   };
