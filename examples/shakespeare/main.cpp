@@ -111,6 +111,11 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
   posenc::CharDataset data = make_dataset(text, config.data, nullptr);
+  if (const std::size_t control = posenc::control_byte_count(text); root && control > 0)
+    std::fprintf(stderr,
+                 "warning: data file '%s' does not look like text: %zu of its %zu bytes are control bytes such as "
+                 "NUL; posenc models any bytes, but a character model of a binary file is rarely what was meant\n",
+                 config.data.c_str(), control, text.size());
   posenc::check_training_memory(config, data.vocab_size());
   if (data.train().size() < config.train.context + 1 || data.val().size() < config.train.context + 1)
     posenc::fail("data file '", config.data, "' is too short: its training split has ", data.train().size(),
@@ -283,7 +288,9 @@ int sample(const SampleOptions& o) {
       posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
                    " is not in the checkpoint's vocabulary");
   const auto generated = checkpoint.model->generate(tokenizer.encode(o.prompt), o.tokens, o.sampling);
-  std::printf("%s%s\n", o.prompt.c_str(), tokenizer.decode(generated).c_str());
+  // every byte, NUL included (printf's %s would stop at the first)
+  const std::string text = o.prompt + tokenizer.decode(generated) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 

@@ -49,6 +49,20 @@ else
   failed "--keep-checkpoints: $(ls pruned)"
 fi
 
+# A binary corpus trains, with a warning; sample prints every byte it generates, NUL included.
+python3 -c '
+import random
+random.seed(5)
+open("binary.bin", "wb").write(bytes(random.choice(b"\x00abc\n") for _ in range(30000)))'
+if "$bin" train "${tiny[@]}" --data binary.bin --steps 2 --out binary > binary.log 2> binary.err &&
+   grep -q "does not look like text: .* control bytes such as NUL" binary.err &&
+   "$bin" sample --checkpoint binary/model.safetensors --prompt a --tokens 300 --seed 3 > binary-sample.txt 2>&1 &&
+   [ "$(wc -c < binary-sample.txt)" -eq 302 ]; then
+  pass "a binary corpus trains with a warning, and sample prints all 300 bytes it generated"
+else
+  failed "binary corpus: $(head -c 300 binary.err); sample of $(wc -c < binary-sample.txt) bytes"
+fi
+
 # --embedding-std is kept in config.json, so --resume starts nothing differently: the resumed run
 # equals the uninterrupted one, and both differ from the default start.
 "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --embedding-std 1 --out wide > /dev/null 2>&1

@@ -33,6 +33,15 @@ inline std::string read_text_file(const std::string& path) {
   return text;
 }
 
+// How many bytes of `text` are control bytes a text file does not hold: NUL and the other
+// C0 controls but tab, newline, vertical tab, form feed and carriage return, and DEL.
+inline std::size_t control_byte_count(std::string_view text) {
+  std::size_t count = 0;
+  for (const unsigned char c : text)
+    if ((c < 0x20 && !(c >= '\t' && c <= '\r')) || c == 0x7f) ++count;
+  return count;
+}
+
 class CharDataset {
  public:
   // The first train_fraction of the corpus trains, the rest validates.
