@@ -41,6 +41,29 @@ TEMPLATE_LIST_TEST_CASE("save → load gives a model with identical logits", "",
   std::filesystem::remove(path);
 }
 
+TEST_CASE("a tied model's checkpoint says so, holds no lm_head.weight, and loads into a tied model") {
+  const CharTokenizer tokenizer("abcdefg");
+  using Model = CharTransformer<ALiBi, 1, 8, 2>;
+  Model tied(ModelConfig{.vocab_size = 7, .context = 8, .seed = 1, .tie_weights = true});
+  const std::string path = temp_path("tied.safetensors");
+  save_checkpoint(path, tied, tokenizer, 0, 1);
+  const SafetensorsFile file = read_safetensors(path);
+  const CheckpointInfo info = read_checkpoint_info(file);
+  CHECK(info.tie_weights);
+  CHECK_FALSE(file.contains("lm_head.weight"));
+  Model loaded(info.model_config());
+  CHECK(loaded.config().tie_weights);
+  load_parameters(loaded, file);
+  const Tokens x = {{0, 1, 2, 3, 4, 5, 6, 0}};
+  const Tensor<float, 3> a = tied.forward(x);
+  const Tensor<float, 3> b = loaded.forward(x);
+  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == b.data()[i]);
+  // an untied model is refused by name
+  Model untied(ModelConfig{.vocab_size = 7, .context = 8, .seed = 1});
+  CHECK_THROWS_WITH(load_parameters(untied, file), Catch::Contains("has no tensor 'lm_head.weight'"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("the optimizer state round-trips, and a resumed step equals an uninterrupted one") {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<RoPE, 1, 8, 2> model(tokenizer.vocab_size(), 4, 2);

@@ -152,6 +152,26 @@ TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one p
   }
 }
 
+TEST_CASE("data-parallel training with gradient accumulation equals one process's large batch") {
+  using Model = CharTransformer<RoPE, 1, 16, 2, double>;
+  set_num_threads(1);
+  const CharDataset data(corpus());
+  TrainConfig large{.steps = 4, .batch = 12, .context = 12, .lr = 3e-3, .eval_every = 2, .eval_iters = 2, .seed = 4};
+  large.max_grad_norm = 0.5;
+  TrainConfig micro = large;
+  micro.batch = 4;
+  micro.grad_accum = 3;
+  const Trace alone = train<Model>(data, large, nullptr);
+  for (int ranks : {2, 3}) {
+    std::vector<Trace> traces(static_cast<std::size_t>(ranks));
+    run_group(ranks,
+              [&](ProcessGroup& g) { traces[static_cast<std::size_t>(g.rank())] = train<Model>(data, micro, &g); });
+    INFO(ranks << " processes");
+    CHECK(max_relative_difference(traces[0].losses, alone.losses) < 1e-10);
+    CHECK(max_relative_difference(traces[0].parameters, alone.parameters) < 1e-10);
+  }
+}
+
 TEST_CASE("a data-parallel run resumed from rank 0's files continues as one process's resumed run") {
   using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
   set_num_threads(1);

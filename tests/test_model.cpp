@@ -101,6 +101,80 @@ TEST_CASE("initialisation: weights N(0, 0.02), biases 0, layer-norm gains 1") {
   for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
 }
 
+namespace {
+struct Moments {
+  double min = 1e300, max = -1e300, mean = 0, variance = 0;
+};
+template <class Values>
+Moments moments_of(const Values& values) {
+  Moments m;
+  double sum = 0, sum2 = 0, n = 0;
+  for (const auto x : values) {
+    m.min = std::min(m.min, static_cast<double>(x));
+    m.max = std::max(m.max, static_cast<double>(x));
+    sum += x;
+    sum2 += static_cast<double>(x) * x;
+    n += 1;
+  }
+  m.mean = sum / n;
+  m.variance = sum2 / n - m.mean * m.mean;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("the pytorch initialisation starts each tensor as its PyTorch module or reference code does") {
+  const ModelConfig config{.vocab_size = 65, .context = 32, .seed = 3, .embedding_std = 1.0,
+                           .init = InitScheme::pytorch};
+  RoPETransformer model(config);
+  // nn.Linear: weight and bias U(−1/√fan_in, 1/√fan_in), whose variance is bound²/3
+  for (const auto& [name, fan_in] : std::vector<std::pair<std::string, double>>{
+           {"transformer.h.0.attn.c_attn.weight", 192}, {"transformer.h.1.attn.c_attn.bias", 192},
+           {"transformer.h.2.mlp.c_fc.weight", 192}, {"transformer.h.0.mlp.c_proj.weight", 768},
+           {"transformer.h.0.mlp.c_proj.bias", 768}, {"lm_head.weight", 192}, {"lm_head.bias", 192}}) {
+    INFO(name);
+    const double bound = 1 / std::sqrt(fan_in);
+    const Moments m = moments_of(model.parameter(name));
+    CHECK(m.min >= -bound);
+    CHECK(m.max <= bound);
+    CHECK(m.max > 0.9 * bound);  // it fills the interval: not a narrower normal
+    CHECK(std::sqrt(m.variance) == Approx(bound / std::sqrt(3.0)).epsilon(0.1));
+  }
+  // nn.Embedding N(0, 1); nn.LayerNorm ones and zeros
+  CHECK(std::sqrt(moments_of(model.parameter("transformer.wte.weight")).variance) == Approx(1.0).epsilon(0.05));
+  for (float x : model.parameter("transformer.h.0.ln_1.weight")) REQUIRE(x == 1.0f);
+  for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
+
+  // Kerple as its authors' code: p = r1 ~ U(0, 2), a = r2 ~ U(0, 1), floored at 0.01
+  CharTransformer<Kerple, 1, 64, 64> kerple(config);
+  std::vector<double> r1, r2;
+  for (float raw : kerple.parameter("transformer.h.0.attn.kerple.r1")) r1.push_back(softplus(double(raw)));
+  for (float raw : kerple.parameter("transformer.h.0.attn.kerple.r2")) r2.push_back(softplus(double(raw)));
+  const Moments m1 = moments_of(r1), m2 = moments_of(r2);
+  CHECK(m1.min >= 0.01 - 1e-6);
+  CHECK(m1.max <= 2.0 + 1e-6);
+  CHECK(m1.max > 1.5);
+  CHECK(m2.min >= 0.01 - 1e-6);
+  CHECK(m2.max <= 1.0 + 1e-6);
+  CHECK(m2.mean == Approx(0.5).margin(0.1));
+  // FIRE as its paper's code: the MLP is two nn.Linear, so its 32 ReLU kinks (−b/w) spread out
+  // instead of all sitting at 0
+  CharTransformer<FIRE, 1, 8, 2> fire(config);
+  const auto w1 = fire.parameter("transformer.h.0.attn.fire.mlp.0.weight");
+  const auto b1 = fire.parameter("transformer.h.0.attn.fire.mlp.0.bias");
+  CHECK(moments_of(w1).max <= 1.0f);
+  CHECK(moments_of(b1).min >= -1.0f);
+  CHECK(std::sqrt(moments_of(b1).variance) > 0.3);  // U(−1, 1): 0.58
+  CharTransformer<FIRE, 1, 8, 2> fire_normal(ModelConfig{.vocab_size = 65, .context = 32, .seed = 3});
+  for (float b : fire_normal.parameter("transformer.h.0.attn.fire.mlp.0.bias")) REQUIRE(b == 0.0f);
+  // T5's bias table is an nn.Embedding
+  CharTransformer<T5Bias, 1, 64, 64> t5(config);
+  CHECK(std::sqrt(moments_of(t5.parameter("transformer.h.0.attn.relative_attention_bias.weight")).variance) ==
+        Approx(1.0).epsilon(0.1));
+
+  CHECK(parse_init_scheme("pytorch") == InitScheme::pytorch);
+  CHECK_THROWS_WITH(parse_init_scheme("xavier"), Catch::Contains("unknown initialisation 'xavier'"));
+}
+
 TEST_CASE("embedding_std scales the token and learned position tables and leaves every other value alone") {
   // A normal draw is std × (one standard draw), so with the same seed every embedding value is
   // exactly 50× the default's and every other value is bit-identical.
@@ -172,6 +246,53 @@ TEMPLATE_LIST_TEST_CASE("the whole model's gradients match finite differences", 
                                                                    analytic.data(), f)) {
     INFO(TestType::name << ", T = " << T << ", " << tensor.name << ": relative error " << tensor.error
                         << ", gradient norm " << tensor.norm);
+    check_tensor_gradient(tensor);
+  }
+}
+
+TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the sum of both uses") {
+  using Model = TinyModel<RoPE>;
+  const std::size_t V = 7;
+  const ModelConfig untied_config{.vocab_size = V, .context = 6, .seed = 3};
+  ModelConfig tied_config = untied_config;
+  tied_config.tie_weights = true;
+  Model untied(untied_config), tied(tied_config);
+  CHECK(untied.parameter_count() - tied.parameter_count() == V * 8);
+  CHECK_FALSE(tied.parameter_table().contains("lm_head.weight"));
+  CHECK(tied.parameter_table().contains("lm_head.bias"));
+  perturb_parameters(untied, 4);
+  // the same values, with lm_head.weight equal to the token table in the untied model
+  for (const ParameterInfo& e : tied.parameter_table().entries()) {
+    const auto from = untied.parameter(e.name);
+    std::copy(from.begin(), from.end(), tied.parameter(e.name).begin());
+  }
+  const auto wte = untied.parameter("transformer.wte.weight");
+  std::copy(wte.begin(), wte.end(), untied.parameter("lm_head.weight").begin());
+
+  const Tokens x = random_tokens(3, 6, V, 5), y = random_tokens(3, 6, V, 6);
+  untied.zero_grad();
+  tied.zero_grad();
+  CHECK(tied.loss_and_backward(x, y) == Approx(untied.loss_and_backward(x, y)).epsilon(1e-14));
+  const auto g_tied = tied.gradient("transformer.wte.weight");
+  const auto g_embedding = untied.gradient("transformer.wte.weight");
+  const auto g_head = untied.gradient("lm_head.weight");
+  double worst = 0, head_norm = 0;
+  for (std::size_t i = 0; i < g_tied.size(); ++i) {
+    worst = std::max(worst, std::abs(g_tied.data()[i] - (g_embedding.data()[i] + g_head.data()[i])));
+    head_norm = std::max(head_norm, std::abs(g_head.data()[i]));
+  }
+  CHECK(worst < 1e-13);
+  CHECK(head_norm > 1e-3);  // both uses contribute
+
+  // and by finite differences, every tensor of the tied model
+  tied.zero_grad();
+  tied.loss(x, y);
+  tied.backward();
+  const std::vector<double> analytic(tied.gradients().data(), tied.gradients().data() + tied.parameter_count());
+  auto f = [&] { return tied.loss(x, y); };
+  for (const auto& tensor :
+       posenc_test::gradient_check_per_tensor(tied.parameter_table(), tied.parameters().data(), analytic.data(), f)) {
+    INFO(tensor.name << ": relative error " << tensor.error);
     check_tensor_gradient(tensor);
   }
 }

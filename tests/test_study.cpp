@@ -50,7 +50,10 @@ TEST_CASE("a run's identity is its whole configuration but the corpus's path") {
   for (auto change : std::vector<void (*)(RunConfig&)>{
            [](RunConfig& c) { c.embedding_std = 1.0; }, [](RunConfig& c) { c.precision = Precision::bf16; },
            [](RunConfig& c) { c.train.lr = 3e-4; }, [](RunConfig& c) { c.train.eval_iters = 7; },
-           [](RunConfig& c) { c.heads = 2; }, [](RunConfig& c) { c.data_digest = "fnv1a64:other:100"; }}) {
+           [](RunConfig& c) { c.heads = 2; }, [](RunConfig& c) { c.data_digest = "fnv1a64:other:100"; },
+           [](RunConfig& c) { c.train.schedule.kind = ScheduleKind::cosine; },
+           [](RunConfig& c) { c.train.max_grad_norm = 1.0; }, [](RunConfig& c) { c.train.grad_accum = 2; },
+           [](RunConfig& c) { c.train.weight_decay_scope = WeightDecayScope::matrices; }}) {
     RunConfig changed = base;
     change(changed);
     CHECK_FALSE(changed.same_run(base));
@@ -62,8 +65,21 @@ TEST_CASE("a run configuration survives its JSON, and JSON written before a key 
   d.run.embedding_std = 1.0;
   d.run.precision = Precision::bf16;
   d.run.data = "corpus.txt";
+  // every training setting away from its default
+  TrainConfig& t = d.run.train;
+  t.schedule = {.kind = ScheduleKind::wsd, .warmup_steps = 30, .min_lr_fraction = 0.05, .decay_fraction = 0.3};
+  t.weight_decay_scope = WeightDecayScope::matrices;
+  t.beta1 = 0.8;
+  t.beta2 = 0.95;
+  t.eps = 1e-6;
+  t.max_grad_norm = 1.5;
+  t.grad_accum = 3;
   const RunConfig c = run_config(d, RunSpec{"kerple", 7, 300}, "fnv1a64:0123456789abcdef:100");
   CHECK(run_config_from_json(nlohmann::json::parse(to_json(c).dump()), "test") == c);
+  CHECK(train_config_from_json(to_json(c.train)) == c.train);
+  RunConfig unclipped = c;
+  unclipped.train.max_grad_norm.reset();
+  CHECK(run_config_from_json(nlohmann::json::parse(to_json(unclipped).dump()), "test") == unclipped);
 
   // A study record of 2026-11: no embedding_std, precision or data_digest; the digest under "data".
   const nlohmann::json legacy = nlohmann::json::parse(R"({"batch": 32, "context": 128,
@@ -74,6 +90,9 @@ TEST_CASE("a run configuration survives its JSON, and JSON written before a key 
   CHECK(old.data.empty());
   CHECK(old.embedding_std == init_std);
   CHECK(old.precision == Precision::fp32);
+  CHECK(old.train.schedule == LearningRateSchedule{});
+  CHECK(old.train.grad_accum == 1);
+  CHECK_FALSE(old.train.max_grad_norm.has_value());
   StudyDesign published;
   published.run.data = "data/tinyshakespeare/input.txt";
   CHECK(old.same_run(run_config(published, RunSpec{"rope", 42, 2000}, "fnv1a64:8c00862c831d9e7a:1115394")));
@@ -187,4 +206,24 @@ TEST_CASE("Holm's adjustment by hand") {
   CHECK(*adjusted[2] == Approx(0.06));
   CHECK(*adjusted[1] == Approx(0.06));
   CHECK_FALSE(adjusted[3].has_value());
+}
+
+TEST_CASE("the summary names every training setting that differs from the published study's") {
+  RunConfig run;
+  CHECK(describe_training_settings(run).empty());
+  run.train.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 100, .min_lr_fraction = 0.1};
+  run.train.max_grad_norm = 1.0;
+  run.train.grad_accum = 4;
+  run.train.weight_decay_scope = WeightDecayScope::matrices;
+  run.init = InitScheme::pytorch;
+  run.tie_weights = true;
+  CHECK(describe_training_settings(run) ==
+        ", cosine learning rate after 100 warm-up steps down to 0.1 × lr, gradients clipped to norm 1, 4 micro-batches "
+        "per step, weight decay on matrices only, PyTorch's default initialisation, lm_head tied to the token "
+        "embedding");
+  StudyDesign d;
+  d.run = run;
+  const std::string md = summary_markdown(summarize_study(d, {}));
+  CHECK(md.find("down to 0.1 × lr") != std::string::npos);
+  CHECK(md.find("This design differs from the published one") != std::string::npos);
 }

@@ -251,4 +251,9 @@ TEST_CASE("validate_design names the first problem of a design") {
   CHECK(problem([](StudyDesign& d) { d.extended_steps = 6; }) == "--extended-steps 6 must exceed --steps 6 (or be 0)");
   CHECK(problem([](StudyDesign& d) { d.extrapolate = {16, 16}; }) == "--extrapolate: '16' is given twice");
   CHECK(problem([](StudyDesign& d) { d.extrapolate = {0}; }) == "--extrapolate: a length must be at least 1");
+  CHECK(problem([](StudyDesign& d) { d.run.train.schedule.kind = ScheduleKind::cosine; })
+            .find("--extended-steps 10: an extended run continues its seed's base run, which the 'cosine' schedule "
+                  "forbids") == 0);
+  CHECK(problem([](StudyDesign& d) { d.run.train.schedule.warmup_steps = 7; }) ==
+        "--warmup-steps 7 exceeds the run's 6 steps");
 }

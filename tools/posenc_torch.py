@@ -5,8 +5,9 @@
 
 prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
 as `shakespeare eval`, so the two can be compared. The model here is written from posenc's
-definition (pre-LayerNorm blocks, tanh-GELU MLP, untied lm_head with bias) and each positional
-encoding's formula; it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
+definition (pre-LayerNorm blocks, tanh-GELU MLP, lm_head with bias, its weight the token table's
+when the checkpoint says tie_weights, as nanoGPT ties them) and each positional encoding's formula;
+it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
 """
 import argparse
 import json
@@ -53,6 +54,9 @@ class PosencModel(torch.nn.Module):
         self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
         self.trained_context = int(meta["context"])  # FIRE's threshold starts at a quarter of it
         self.vocab = bytes(json.loads(meta["vocab"]))
+        if meta.get("tie_weights", "false") == "true":  # one table: the file holds no lm_head.weight
+            assert "lm_head.weight" not in tensors
+            self.w = dict(tensors, **{"lm_head.weight": tensors["transformer.wte.weight"]})
 
     def forward(self, idx):
         B, T = idx.shape

@@ -22,6 +22,7 @@
 
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
+#include "../common/run_options.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -31,7 +32,6 @@ inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
 
 struct TrainOptions {
   posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
-  std::string precision = "fp32";  // as given; run.precision once checked
   std::size_t keep_checkpoints = posenc::RunDirectory::default_keep_checkpoints;  // not part of the run's numbers
   bool resume = false;
 };
@@ -89,6 +89,10 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   const std::string config_path = (run.dir() / "config.json").string();
   if (root && options.resume) {
     config = config_from_file(config_path);
+    if (steps_given > 0 && steps_given != config.train.steps && config.train.schedule.depends_on_length())
+      posenc::fail("--steps ", steps_given, ": the run in '", out, "' decays its learning rate ('",
+                   posenc::schedule_kind_name(config.train.schedule.kind), "') over its ", config.train.steps,
+                   " steps, so it cannot be extended or shortened; start a new run");
     if (steps_given > 0) config.train.steps = steps_given;  // extending a run is allowed
     if (std::filesystem::exists(run.log()))
       if (const auto log = posenc::read_eval_log(run.log()); !log.empty() && log.back().step > config.train.steps)
@@ -97,6 +101,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   }
+  config.train.schedule.check(config.train.steps);  // before anything is written
   if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
     std::string text = root ? posenc::to_json(config).dump() : std::string();
     group->broadcast(text);
@@ -170,10 +175,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
   posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
   posenc::CharTokenizer tokenizer(info.vocabulary);
-  auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
-                                    posenc::ModelConfig{.vocab_size = tokenizer.vocab_size(),
-                                                        .context = info.context,
-                                                        .max_context = info.max_context});
+  auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads}, info.model_config());
   model->load_parameters(file);
   return {std::move(info), std::move(tokenizer), std::move(model)};
 }
@@ -294,39 +296,11 @@ int sample(const SampleOptions& o) {
   return 0;
 }
 
-// A whole number in [min, max], parsed without wrapping or clamping: "-1" for a seed and
-// "18446744073709551616" for a step count are errors that name the range, not huge numbers.
-inline CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
-  return CLI::Validator(
-      [min, max](std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min || value > max)
-          return "must be a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" + text +
-                 "'";
-        return {};
-      },
-      "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
-}
-inline const std::uint64_t most_steps = std::uint64_t{1} << 40;
-inline const std::uint64_t longest_context = std::uint64_t{1} << 20;  // also the most windows per batch
-inline const CLI::Validator positive_integer =
-    whole_number_in(1, std::uint64_t{1} << 40);  // counts with no tighter bound
-
-inline const CLI::Validator non_negative_number(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      const double value = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(value >= 0) || value > 1e300)
-        return "must be a number ≥ 0, got '" + text + "'";
-      return {};
-    },
-    "NON-NEGATIVE");
-
 }  // namespace shakespeare
 
 int main(int argc, char** argv) {
   using namespace shakespeare;
+  using namespace examples;
   const examples::World world(argc, argv);  // MPI under mpirun (data-parallel train)
   CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
   app.require_subcommand(1);
@@ -358,32 +332,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--seed", t.run.train.seed, "Seed of the initialisation and the batch sampler")
       ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
-  train_cmd->add_option("--batch", t.run.train.batch, "Windows per batch")
-      ->check(whole_number_in(1, longest_context))
-      ->capture_default_str();
-  train_cmd->add_option("--context", t.run.train.context, "Tokens per window")
-      ->check(whole_number_in(1, longest_context))
-      ->capture_default_str();
-  train_cmd->add_option("--lr", t.run.train.lr, "AdamW learning rate (constant)")
-      ->check(non_negative_number)
-      ->capture_default_str();
-  train_cmd->add_option("--weight-decay", t.run.train.weight_decay, "AdamW decoupled weight decay")
-      ->check(non_negative_number)
-      ->capture_default_str();
-  train_cmd->add_option("--eval-every", t.run.train.eval_every, "Steps between loss estimates and checkpoints")
-      ->check(whole_number_in(1, most_steps))
-      ->capture_default_str();
-  train_cmd->add_option("--eval-iters", t.run.train.eval_iters, "Batches per loss estimate")
-      ->check(whole_number_in(1, std::uint64_t{1} << 30))
-      ->capture_default_str();
-  train_cmd->add_option("--embedding-std", t.run.embedding_std,
-                        "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  train_cmd->add_option("--precision", t.precision,
-                        "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
-                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
-  train_cmd->add_option("--data", t.run.data, "Training text (any file)")->capture_default_str();
+  examples::RunOptions run_options(*train_cmd, t.run);
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
   train_cmd->add_option("--keep-checkpoints", t.keep_checkpoints,
@@ -391,9 +340,6 @@ int main(int argc, char** argv) {
                         "(0: all)")
       ->check(whole_number_in(0, std::uint64_t{1} << 20))
       ->capture_default_str();
-  train_cmd->add_option("--layers", t.run.layers, "Transformer blocks")->capture_default_str();
-  train_cmd->add_option("--dim", t.run.dim, "Model width")->capture_default_str();
-  train_cmd->add_option("--heads", t.run.heads, "Attention heads")->capture_default_str();
 
   EvalOptions e;
   auto* eval_cmd = app.add_subcommand("eval", "Train and validation loss of a checkpoint");
@@ -449,16 +395,16 @@ int main(int argc, char** argv) {
       posenc::fail("only train runs over several MPI ranks; start ", *eval_cmd ? "eval" : "sample", " without mpirun");
     if (*train_cmd) {
       if (t.resume) {
-        for (const char* name :
-             {"--posenc", "--seed", "--batch", "--context", "--lr", "--weight-decay", "--embedding-std", "--precision",
-              "--eval-every", "--eval-iters", "--data", "--layers", "--dim", "--heads"})
+        std::vector<std::string> fixed = run_options.names();
+        fixed.insert(fixed.end(), {"--posenc", "--seed"});
+        for (const std::string& name : fixed)
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
                          " cannot be given with it (only --out, --steps, --keep-checkpoints and --threads)");
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
-      t.run.precision = posenc::parse_precision(t.precision);
+      run_options.apply();
       return train(t, out, steps_given, world.group().get());
     }
     if (*eval_cmd) return evaluate(e);

@@ -20,6 +20,7 @@
 
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
+#include "../common/run_options.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -67,47 +68,20 @@ int main(int argc, char** argv) {
   design.run.data = "data/tinyshakespeare/input.txt";
   std::string variants = join(design.variants), seeds = join(design.seeds),
               extended_seeds = join(design.extended_seeds);
-  std::string out = "runs/study", precision = "fp32", extrapolate;
+  std::string out = "runs/study", extrapolate;
   int jobs = 1, threads = 0;
   bool summary_only = false;
-  posenc::TrainConfig& train = design.run.train;
   app.add_option("--variants", variants, "Comma-separated positional encodings: " + join(posenc::policy_names()))
       ->capture_default_str();
   app.add_option("--seeds", seeds, "Comma-separated seeds of the base runs")->capture_default_str();
   app.add_option("--steps", design.steps, "Steps of the base runs")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->check(examples::whole_number_in(1, examples::most_steps))
       ->capture_default_str();
   app.add_option("--extended-steps", design.extended_steps, "Steps of the extended runs (0: none)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+      ->check(examples::whole_number_in(0, examples::most_steps))
       ->capture_default_str();
   app.add_option("--extended-seeds", extended_seeds, "Seeds of the extended runs")->capture_default_str();
-  app.add_option("--eval-every", train.eval_every, "Steps between loss estimates")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
-      ->capture_default_str();
-  app.add_option("--eval-iters", train.eval_iters, "Batches per loss estimate")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
-      ->capture_default_str();
-  app.add_option("--batch", train.batch, "Windows per batch")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->capture_default_str();
-  app.add_option("--context", train.context, "Tokens per window")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->capture_default_str();
-  app.add_option("--lr", train.lr, "AdamW learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--weight-decay", train.weight_decay, "AdamW weight decay")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--embedding-std", design.run.embedding_std,
-                 "Std of the token and learned position tables' normal start (PyTorch's nn.Embedding: 1)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--precision", precision,
-                 "The training GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
-                 "AVX512_BF16 or AMX)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
-  app.add_option("--layers", design.run.layers, "Transformer blocks")->capture_default_str();
-  app.add_option("--dim", design.run.dim, "Model width")->capture_default_str();
-  app.add_option("--heads", design.run.heads, "Attention heads")->capture_default_str();
-  app.add_option("--data", design.run.data, "Corpus")->capture_default_str();
+  examples::RunOptions run_options(app, design.run);
   app.add_option("--out", out, "Study directory")->capture_default_str();
   app.add_option("--jobs", jobs, "Runs at once; the cores are split between them (under mpirun: 1, one run per rank)")
       ->check(CLI::Range(1, 64))
@@ -139,7 +113,7 @@ int main(int argc, char** argv) {
     if (design.extended_steps == 0) design.extended_seeds.clear();  // no extended runs: nothing to check
     for (const std::uint64_t L : parse_numbers(extrapolate, "--extrapolate", 9, "a length (a whole number ≥ 1)"))
       design.extrapolate.push_back(static_cast<std::size_t>(L));
-    design.run.precision = posenc::parse_precision(precision);
+    run_options.apply();
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);

@@ -25,14 +25,13 @@ export POSENC_NUM_THREADS=1
 write_corpus corpus.txt 3
 policies="$("$bin" --list-posenc | cut -d' ' -f1)"
 [ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
-for policy in $policies; do
-  "$bin" train --posenc "$policy" --layers 2 --dim 64 --heads 4 --batch 4 --context 64 --steps 20 \
-    --eval-every 20 --eval-iters 2 --data corpus.txt --out "$policy" > /dev/null 2>&1
-  contexts="64 128"
-  [ "$policy" = learned ] && contexts="64"  # a learned table has no rows past its training context
-  for context in $contexts; do
-    "$bin" eval --checkpoint "$policy/model.safetensors" --data corpus.txt --context "$context" --json > posenc.json
-    "$python" "$root/tools/posenc_torch.py" "$policy/model.safetensors" corpus.txt --context "$context" > torch.json
+# cross_check RUN POLICY CONTEXTS...: shakespeare eval and the PyTorch model agree on RUN's model
+cross_check() {
+  local run="$1" policy="$2"
+  shift 2
+  for context in "$@"; do
+    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json > posenc.json
+    "$python" "$root/tools/posenc_torch.py" "$run/model.safetensors" corpus.txt --context "$context" > torch.json
     if "$python" - <<'PY'
 import json, sys
 a, b = json.load(open("posenc.json")), json.load(open("torch.json"))
@@ -41,10 +40,24 @@ print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss
 sys.exit(0 if ok else 1)
 PY
     then
-      pass "$policy at context $context"
+      pass "$run at context $context"
     else
-      failed "$policy at context $context"
+      failed "$run at context $context"
     fi
   done
+}
+small_run=(--layers 2 --dim 64 --heads 4 --batch 4 --context 64 --steps 20 --eval-every 20 --eval-iters 2
+           --data corpus.txt)
+for policy in $policies; do
+  "$bin" train --posenc "$policy" "${small_run[@]}" --out "$policy" > /dev/null 2>&1
+  if [ "$policy" = learned ]; then
+    cross_check "$policy" "$policy" 64  # a learned table has no rows past its training context
+  else
+    cross_check "$policy" "$policy" 64 128
+  fi
 done
+# a tied lm_head (no lm_head.weight in the file), PyTorch's initialisation, and the training settings
+"$bin" train --posenc kerple "${small_run[@]}" --tie-weights --init pytorch --lr-schedule cosine \
+  --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --out kerple-tied > /dev/null 2>&1
+cross_check kerple-tied kerple 64
 finish

@@ -75,6 +75,42 @@ else
   failed "--embedding-std: $(tail -5 wide-resume.log)"
 fi
 
+# The training settings (schedule, clipping, accumulation, decay scope, initialisation, tying) are
+# kept in config.json and the checkpoints: --resume continues them to the uninterrupted run's bits.
+settings=(--lr-schedule wsd --warmup-steps 4 --decay-fraction 0.5 --grad-clip 0.5 --grad-accum 2 --decay-on matrices
+          --beta2 0.95 --init pytorch --tie-weights)
+"$bin" train "${tiny[@]}" --data corpus.txt --steps 30 "${settings[@]}" --out settings > settings.log 2>&1
+"$bin" train "${tiny[@]}" --data corpus.txt --steps 30 "${settings[@]}" --out settings-resumed > /dev/null 2>&1 &
+pid=$!
+while [ ! -f settings-resumed/checkpoint-step000020.safetensors ] && kill -0 "$pid" 2> /dev/null; do sleep 0.05; done
+kill -9 "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+if "$bin" train --resume --out settings-resumed > settings-resume.log 2>&1 &&
+   cmp -s settings/model.safetensors settings-resumed/model.safetensors &&
+   python3 - settings/config.json settings/model.safetensors <<'PY'
+import json, struct, sys
+c = json.load(open(sys.argv[1]))
+want = {"lr_schedule": "wsd", "warmup_steps": 4, "decay_fraction": 0.5, "grad_clip": 0.5, "grad_accum": 2,
+        "weight_decay_scope": "matrices", "beta2": 0.95, "init": "pytorch", "tie_weights": True, "embedding_std": 1.0}
+assert all(c[k] == v for k, v in want.items()), {k: c[k] for k in want}
+f = open(sys.argv[2], "rb")
+header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+meta = header["__metadata__"]
+assert meta["tie_weights"] == "true" and "lm_head.weight" not in header, meta
+assert json.loads(meta["training"])["lr_schedule"] == "wsd", meta["training"]
+PY
+then
+  pass "training settings are recorded in config.json and the checkpoint, and --resume continues them exactly"
+else
+  failed "training settings: $(tail -3 settings.log) $(tail -3 settings-resume.log)"
+fi
+if "$bin" train --help > train-help.txt 2>&1 && grep -q -- "--lr-schedule" train-help.txt &&
+   grep -q "TEXT:{constant,cosine,linear,wsd}\|constant,cosine,linear,wsd\|{constant,cosine,linear,wsd}" train-help.txt &&
+   grep -q -- "--grad-accum" train-help.txt && grep -q -- "--tie-weights" train-help.txt; then
+  pass "train --help lists the schedules and the other training settings"
+else
+  failed "train --help: $(grep -- '--lr-schedule' train-help.txt)"
+fi
+
 # The first line names the GEMM backend, its kernel and the threads; config.json keeps them.
 if [ "$(head -1 train.log | cut -c1-9)" = "compute: " ] && grep -q " GEMMs (" <(head -1 train.log) &&
    python3 -c 'import json,sys; c=json.load(open("full/config.json"))["compute"]; sys.exit(0 if c["gemm_backend"] in ("onednn","openblas") and c["gemm_kernel"] and c["threads"] == 1 and c["threads_adaptive"] is False else 1)'; then
@@ -173,6 +209,15 @@ expect_error "an existing run without --resume" "already holds a run" "$bin" tra
 expect_error "--resume of a directory that is not a run" "is this a run directory" "$bin" train --resume --out nothing-here
 expect_error "--resume with a conflicting option" "cannot be given with it" "$bin" train --resume --out full --lr 0.1
 expect_error "--resume with another embedding start" "--embedding-std cannot be given with it" "$bin" train --resume --out full --embedding-std 1
+expect_error "--resume of a decaying schedule with other steps" "decays its learning rate ('wsd') over its 30 steps" \
+  "$bin" train --resume --steps 40 --out settings
+expect_error "--resume with a training setting" "--grad-clip cannot be given with it" \
+  "$bin" train --resume --out full --grad-clip 1
+expect_error "an unknown schedule" "--lr-schedule" "$bin" train "${tiny[@]}" --data corpus.txt --lr-schedule step --out bad-schedule
+expect_error "a zero clipping norm" "--grad-clip" "$bin" train "${tiny[@]}" --data corpus.txt --grad-clip 0 --out bad-clip
+expect_error "a warm-up longer than the run" "--warmup-steps 50 exceeds the run's 10 steps" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --steps 10 --warmup-steps 50 --out bad-warmup
+expect_error "beta2 of 1" "--beta2" "$bin" train "${tiny[@]}" --data corpus.txt --beta2 1 --out bad-beta
 expect_error "a zero embedding std" "--embedding-std" "$bin" train "${tiny[@]}" --data corpus.txt --embedding-std 0 --out bad-std
 expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
 expect_error "a UTF-8 prompt character outside the vocabulary" "the character 'é' (bytes 0xc3 0xa9) at position 2" \

@@ -23,6 +23,9 @@ namespace posenc {
 // lengths. The MLP is "fire.mlp.0.{weight,bias}" (32, 1), (32) and "fire.mlp.2.{weight,bias}"
 // (H, 32), (H). The output bias shifts every score of a row alike, so softmax cancels it and its
 // gradient is 0 (to rounding); it is kept so the parameters are those of the paper's PyTorch module.
+// Under InitScheme::normal the MLP starts as every weight does, N(0, 0.02) and zero biases, so
+// all 32 ReLU kinks sit at 0 and f is linear on [0, 1] at step 0; InitScheme::pytorch starts it
+// as the paper's code does (nn.Linear's defaults), which spreads the kinks.
 struct FIRE {
   static constexpr std::string_view name = "fire";
   static constexpr std::string_view summary =
@@ -38,10 +41,11 @@ struct FIRE {
   class Attention {
    public:
     Attention(ParameterTable& table, std::string_view prefix, std::size_t context)
-        : w1_(table.add(std::string(prefix) + "fire.mlp.0.weight", {hidden, 1}, Init::normal)),
-          b1_(table.add(std::string(prefix) + "fire.mlp.0.bias", {hidden}, Init::zeros)),
-          w2_(table.add(std::string(prefix) + "fire.mlp.2.weight", {Heads, hidden}, Init::normal)),
-          b2_(table.add(std::string(prefix) + "fire.mlp.2.bias", {Heads}, Init::zeros)),
+        : w1_(table.add(std::string(prefix) + "fire.mlp.0.weight", {hidden, 1}, Init::normal, 0, TorchInit::linear(1))),
+          b1_(table.add(std::string(prefix) + "fire.mlp.0.bias", {hidden}, Init::zeros, 0, TorchInit::linear(1))),
+          w2_(table.add(std::string(prefix) + "fire.mlp.2.weight", {Heads, hidden}, Init::normal, 0,
+                        TorchInit::linear(hidden))),
+          b2_(table.add(std::string(prefix) + "fire.mlp.2.bias", {Heads}, Init::zeros, 0, TorchInit::linear(hidden))),
           c_(table.add(std::string(prefix) + "fire.c", {1}, Init::constant, std::log(std::expm1(initial_c)))),
           threshold_multiplier_(table.add(std::string(prefix) + "fire.L_multiplier", {1}, Init::constant,
                                           std::log(std::expm1(1.0)))),

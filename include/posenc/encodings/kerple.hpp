@@ -13,11 +13,15 @@
 namespace posenc {
 
 // r1 and r2 are kept positive as softplus of the stored parameters
-// "transformer.h.{l}.attn.kerple.r1" and "….r2" (Heads each), which start near 0, so r ≈ ln 2.
+// "transformer.h.{l}.attn.kerple.r1" and "….r2" (Heads each), which start near 0, so r ≈ ln 2;
+// under InitScheme::pytorch as the authors' code starts p and a: r1 ~ U(0, 2), r2 ~ U(0, 1), each
+// at least the 0.01 it clamps them to.
 struct Kerple {
   static constexpr std::string_view name = "kerple";
   static constexpr std::string_view summary =
       "a learned logarithmic distance bias -r1*log(1 + r2*d) per head (Chi et al. 2022)";
+
+  static constexpr double reference_floor = 0.01;
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;
@@ -26,8 +30,10 @@ struct Kerple {
   class Attention {
    public:
     Attention(ParameterTable& table, std::string_view prefix, std::size_t)
-        : r1_(table.add(std::string(prefix) + "kerple.r1", {Heads}, Init::normal)),
-          r2_(table.add(std::string(prefix) + "kerple.r2", {Heads}, Init::normal)) {}
+        : r1_(table.add(std::string(prefix) + "kerple.r1", {Heads}, Init::normal, 0,
+                        TorchInit::uniform_through_softplus(0, 2, reference_floor))),
+          r2_(table.add(std::string(prefix) + "kerple.r2", {Heads}, Init::normal, 0,
+                        TorchInit::uniform_through_softplus(0, 1, reference_floor))) {}
 
     struct Hooks : TrainableBiasHooks {
       std::array<S, Heads> r1;            // softplus of the parameters

@@ -40,7 +40,8 @@ struct BasicT5Bias {
   class Attention {
    public:
     Attention(ParameterTable& table, std::string_view prefix, std::size_t context)
-        : table_(table.add(std::string(prefix) + "relative_attention_bias.weight", {Buckets, Heads}, Init::normal)) {
+        : table_(table.add(std::string(prefix) + "relative_attention_bias.weight", {Buckets, Heads}, Init::normal, 0,
+                           TorchInit::embedding())) {  // an nn.Embedding in T5's code
       extend(context);
     }
 

@@ -13,6 +13,7 @@
 #include "posenc/data/tokenizer.hpp"
 #include "posenc/io/safetensors.hpp"
 #include "posenc/kernels/precision.hpp"
+#include "posenc/model/char_transformer.hpp"
 #include "posenc/parameters.hpp"
 
 namespace posenc {
@@ -28,6 +29,15 @@ struct CheckpointInfo {
   std::int64_t step = 0;
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;  // of the training GEMMs; the parameters are F32 either way
+  bool tie_weights = false;               // ModelConfig::tie_weights: the file has no lm_head.weight
+
+  // The configuration of the model the checkpoint holds, accepting sequences up to max_context
+  // (0: the model's default).
+  ModelConfig model_config(std::size_t max_context_wanted = 0) const {
+    return ModelConfig{.vocab_size = vocabulary.size(), .context = context,
+                       .max_context = max_context_wanted != 0 ? max_context_wanted : max_context,
+                       .tie_weights = tie_weights};
+  }
 };
 
 namespace detail {
@@ -99,16 +109,24 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
       fail("checkpoint '", file.source(), "': metadata 'precision': ", e.what());
     }
   }
+  // checkpoints written before weight tying existed have no entry: they are untied
+  if (const auto it = file.metadata().find("tie_weights"); it != file.metadata().end()) {
+    if (it->second != "true" && it->second != "false")
+      fail("checkpoint '", file.source(), "': metadata 'tie_weights' is '", it->second, "', not true or false");
+    info.tie_weights = it->second == "true";
+  }
   if (info.layers == 0 || info.dim == 0 || info.heads == 0 || info.context == 0)
     fail("checkpoint '", file.source(), "': layers, dim, heads and context must be positive");
   return info;
 }
 
 // Writes the model's parameters (F32, nanoGPT names, linear weights (out, in)) with its
-// description; to a temporary file renamed into place.
+// description and the caller's metadata (a trainer's settings); to a temporary file renamed into
+// place.
 template <class Model>
 void save_checkpoint(const std::string& path, const Model& model, const CharTokenizer& tokenizer,
-                     std::int64_t step, std::uint64_t seed) {
+                     std::int64_t step, std::uint64_t seed,
+                     const std::map<std::string, std::string>& extra_metadata = {}) {
   if (tokenizer.vocab_size() != model.vocab_size())
     fail("save_checkpoint: the tokenizer has ", tokenizer.vocab_size(), " symbols but the model ",
          model.vocab_size());
@@ -124,6 +142,8 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("step", std::to_string(step));
   writer.add_metadata("seed", std::to_string(seed));
   writer.add_metadata("precision", precision_name(model.config().precision));
+  writer.add_metadata("tie_weights", model.config().tie_weights ? "true" : "false");
+  for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
   for (const ParameterInfo& e : model.parameter_table().entries())
     writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);
   writer.write(path);

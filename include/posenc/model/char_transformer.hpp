@@ -39,6 +39,12 @@ struct ModelConfig {
   // The std of the embedding tables' normal start (tokens and a learned position table). 0.02 is
   // GPT-2's; PyTorch's nn.Embedding starts at 1.
   double embedding_std = init_std;
+  // Which rule starts every tensor: posenc's N(0, 0.02) (normal), or each PyTorch module's default
+  // (pytorch; with embedding_std = 1 it is nn.Embedding's too).
+  InitScheme init = InitScheme::normal;
+  // lm_head.weight is transformer.wte.weight, as nanoGPT ties them: vocab_size × Dim fewer
+  // parameters, and the table's gradient is the sum of both uses. lm_head keeps its bias.
+  bool tie_weights = false;
   // Sequences per forward/backward pass: a batch of B is processed in ⌈B/chunk⌉ passes, so the
   // saved activations (most of the memory) are those of `chunk` sequences whatever B is, and
   // evaluation keeps only one chunk's. Gradients are the batch's either way (up to rounding).
@@ -79,14 +85,16 @@ class CharTransformer {
         blocks_(make_blocks(*table_, config.context, config.causal, config.precision)),
         ln_f_w_(table_->add("transformer.ln_f.weight", {Dim}, Init::ones)),
         ln_f_b_(table_->add("transformer.ln_f.bias", {Dim}, Init::zeros)),
-        lm_head_w_(table_->add("lm_head.weight", {config.vocab_size, Dim}, Init::normal)),
-        lm_head_b_(table_->add("lm_head.bias", {config.vocab_size}, Init::zeros)),
+        lm_head_w_(config.tie_weights ? wte_
+                                      : table_->add("lm_head.weight", {config.vocab_size, Dim}, Init::normal, 0,
+                                                    TorchInit::linear(Dim))),
+        lm_head_b_(table_->add("lm_head.bias", {config.vocab_size}, Init::zeros, 0, TorchInit::linear(Dim))),
         store_(table_) {
     const std::size_t requested = config.max_context != 0
                                       ? config.max_context
                                       : default_max_context_factor * config.context;
     max_context_ = std::min(requested, position_.max_positions());
-    store_.initialize(config.seed, config.embedding_std);
+    store_.initialize(config.seed, config.embedding_std, config.init);
     num_threads();  // applies the default thread count if the program has not chosen one
     warn_once_about_slow_gemm();
   }

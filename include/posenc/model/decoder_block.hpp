@@ -220,16 +220,17 @@ class DecoderBlock {
     Weights w;
     w.ln_1_w = t.add(h + "ln_1.weight", {Dim}, Init::ones);
     w.ln_1_b = t.add(h + "ln_1.bias", {Dim}, Init::zeros);
-    w.c_attn_w = t.add(h + "attn.c_attn.weight", {3 * Dim, Dim}, Init::normal);
-    w.c_attn_b = t.add(h + "attn.c_attn.bias", {3 * Dim}, Init::zeros);
-    w.attn_proj_w = t.add(h + "attn.c_proj.weight", {Dim, Dim}, Init::normal);
-    w.attn_proj_b = t.add(h + "attn.c_proj.bias", {Dim}, Init::zeros);
+    const TorchInit from_dim = TorchInit::linear(Dim), from_hidden = TorchInit::linear(4 * Dim);
+    w.c_attn_w = t.add(h + "attn.c_attn.weight", {3 * Dim, Dim}, Init::normal, 0, from_dim);
+    w.c_attn_b = t.add(h + "attn.c_attn.bias", {3 * Dim}, Init::zeros, 0, from_dim);
+    w.attn_proj_w = t.add(h + "attn.c_proj.weight", {Dim, Dim}, Init::normal, 0, from_dim);
+    w.attn_proj_b = t.add(h + "attn.c_proj.bias", {Dim}, Init::zeros, 0, from_dim);
     w.ln_2_w = t.add(h + "ln_2.weight", {Dim}, Init::ones);
     w.ln_2_b = t.add(h + "ln_2.bias", {Dim}, Init::zeros);
-    w.c_fc_w = t.add(h + "mlp.c_fc.weight", {4 * Dim, Dim}, Init::normal);
-    w.c_fc_b = t.add(h + "mlp.c_fc.bias", {4 * Dim}, Init::zeros);
-    w.mlp_proj_w = t.add(h + "mlp.c_proj.weight", {Dim, 4 * Dim}, Init::normal);
-    w.mlp_proj_b = t.add(h + "mlp.c_proj.bias", {Dim}, Init::zeros);
+    w.c_fc_w = t.add(h + "mlp.c_fc.weight", {4 * Dim, Dim}, Init::normal, 0, from_dim);
+    w.c_fc_b = t.add(h + "mlp.c_fc.bias", {4 * Dim}, Init::zeros, 0, from_dim);
+    w.mlp_proj_w = t.add(h + "mlp.c_proj.weight", {Dim, 4 * Dim}, Init::normal, 0, from_hidden);
+    w.mlp_proj_b = t.add(h + "mlp.c_proj.bias", {Dim}, Init::zeros, 0, from_hidden);
     return w;
   }
 

@@ -85,6 +85,11 @@ inline void validate_design(const StudyDesign& d) {
   if (d.steps < 1) fail("--steps ", d.steps, " must be at least 1");
   if (d.extended_steps != 0 && d.extended_steps <= d.steps)
     fail("--extended-steps ", d.extended_steps, " must exceed --steps ", d.steps, " (or be 0)");
+  if (d.extended_steps != 0 && d.run.train.schedule.depends_on_length())
+    fail("--extended-steps ", d.extended_steps, ": an extended run continues its seed's base run, which the '",
+         schedule_kind_name(d.run.train.schedule.kind), "' schedule forbids (it decays over the run's length); "
+         "pass --extended-steps 0, or study the longer runs as --steps");
+  d.run.train.schedule.check(d.steps);
   if (d.extended_steps != 0)
     for (std::uint64_t seed : d.extended_seeds)
       if (std::find(d.seeds.begin(), d.seeds.end(), seed) == d.seeds.end())

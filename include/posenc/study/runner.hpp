@@ -164,9 +164,7 @@ class StudyRunner {
     const CheckpointInfo info = read_checkpoint_info(file);
     const std::size_t longest = *std::max_element(missing.begin(), missing.end());
     const auto model = make_model_({info.policy, info.layers, info.dim, info.heads},
-                                   ModelConfig{.vocab_size = data_.vocab_size(),
-                                               .context = info.context,
-                                               .max_context = std::max(longest, 16 * info.context)});
+                                   info.model_config(std::max(longest, 16 * info.context)));
     model->load_parameters(file);
     for (std::size_t L : missing)
       record.extrapolation.push_back(evaluate_at_length(*model, data_.val(), L, std::max<std::size_t>(1, L / 2)));

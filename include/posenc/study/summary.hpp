@@ -321,7 +321,8 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                       {"batch", s.design.run.train.batch}, {"context", s.design.run.train.context},
                       {"lr", s.design.run.train.lr}, {"weight_decay", s.design.run.train.weight_decay},
                       {"embedding_std", s.design.run.embedding_std},
-                      {"precision", precision_name(s.design.run.precision)}}},
+                      {"precision", precision_name(s.design.run.precision)},
+                      {"run", to_json(s.design.run)}}},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
@@ -354,6 +355,28 @@ inline std::string summary_csv(const StudySummary& s) {
   return out.str();
 }
 
+// The training settings of `run` that differ from the published study's, as a clause of the
+// summary's first sentence ("" when none does).
+inline std::string describe_training_settings(const RunConfig& run) {
+  const TrainConfig& t = run.train;
+  const TrainConfig published;
+  std::ostringstream out;
+  if (t.schedule != published.schedule) {
+    out << ", " << schedule_kind_name(t.schedule.kind) << " learning rate";
+    if (t.schedule.warmup_steps > 0) out << " after " << t.schedule.warmup_steps << " warm-up steps";
+    if (t.schedule.kind != ScheduleKind::constant) out << " down to " << t.schedule.min_lr_fraction << " × lr";
+    if (t.schedule.kind == ScheduleKind::wsd) out << " over the last " << t.schedule.decay_fraction << " of the steps";
+  }
+  if (t.max_grad_norm) out << ", gradients clipped to norm " << *t.max_grad_norm;
+  if (t.grad_accum != 1) out << ", " << t.grad_accum << " micro-batches per step";
+  if (t.beta1 != published.beta1 || t.beta2 != published.beta2 || t.eps != published.eps)
+    out << ", AdamW betas (" << t.beta1 << ", " << t.beta2 << ") eps " << t.eps;
+  if (t.weight_decay_scope != published.weight_decay_scope) out << ", weight decay on matrices only";
+  if (run.init != InitScheme::normal) out << ", PyTorch's default initialisation";
+  if (run.tie_weights) out << ", lm_head tied to the token embedding";
+  return out.str();
+}
+
 inline std::string summary_markdown(const StudySummary& s) {
   using detail::fixed;
   std::ostringstream md;
@@ -362,6 +385,7 @@ inline std::string summary_markdown(const StudySummary& s) {
      << d.run.layers << " layers, dim " << d.run.dim << ", " << d.run.heads << " heads, context " << d.run.train.context
      << ", batch " << d.run.train.batch << ", AdamW lr " << d.run.train.lr << ", weight decay "
      << d.run.train.weight_decay << ", embeddings initialised N(0, " << d.run.embedding_std << ")"
+     << describe_training_settings(d.run)
      << (d.run.precision == Precision::bf16 ? ", bf16 GEMMs" : "") << "; " << d.steps << " steps; seeds ";
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
   md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
@@ -369,10 +393,12 @@ inline std::string summary_markdown(const StudySummary& s) {
     md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
 
   const bool published_design = d.run.layers == study_layers && d.run.dim == study_dim && d.run.heads == study_heads &&
-                                d.steps == 2000 && d.run.train.context == study_context && d.run.train.batch == 32;
+                                d.steps == 2000 && d.run.train.context == study_context && d.run.train.batch == 32 &&
+                                describe_training_settings(d.run).empty();
   if (!published_design)
     md << "This design differs from the published one (3 layers, dim 192, 4 heads, context 128, batch 32, "
-          "2000 steps): the published numbers are shown for reference only, not as a like-for-like comparison.\n\n";
+          "2000 steps, constant learning rate, no clipping, weights N(0, 0.02)): the published numbers are shown "
+          "for reference only, not as a like-for-like comparison.\n\n";
   md << "## Validation loss by variant\n\n"
      << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | "
         "reproduced − published |\n"

@@ -4,6 +4,8 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/adamw.hpp"
@@ -11,30 +13,63 @@
 
 namespace posenc {
 
+// Which parameters weight decay shrinks: every one (PyTorch's AdamW applied to model.parameters(),
+// the published study's), or, as nanoGPT, only those of two or more dimensions (the linear weights
+// and embedding tables), leaving biases, layer-norm gains and a policy's scalars undecayed.
+enum class WeightDecayScope { all, matrices };
+
+inline constexpr std::string_view weight_decay_scope_name(WeightDecayScope scope) {
+  return scope == WeightDecayScope::all ? "all" : "matrices";
+}
+
+inline WeightDecayScope parse_weight_decay_scope(std::string_view name) {
+  if (name == "all") return WeightDecayScope::all;
+  if (name == "matrices") return WeightDecayScope::matrices;
+  fail("unknown weight-decay scope '", name, "' (known: all, matrices)");
+}
+
 template <std::floating_point S>
 class AdamW {
  public:
-  AdamW(std::shared_ptr<const ParameterTable> table, const AdamWConfig& config = {})
-      : config_(config), m_(table), v_(table) {
+  AdamW(std::shared_ptr<const ParameterTable> table, const AdamWConfig& config = {},
+        WeightDecayScope scope = WeightDecayScope::all)
+      : config_(config), scope_(scope), m_(table), v_(table) {
     if (!(config.lr >= 0)) fail("AdamW: learning rate must be non-negative, got ", config.lr);
     if (!(config.beta1 >= 0 && config.beta1 < 1 && config.beta2 >= 0 && config.beta2 < 1))
       fail("AdamW: betas must lie in [0, 1), got (", config.beta1, ", ", config.beta2, ")");
     if (!(config.eps > 0)) fail("AdamW: eps must be positive, got ", config.eps);
+    if (!(config.weight_decay >= 0)) fail("AdamW: weight decay must be non-negative, got ", config.weight_decay);
+    // Runs of neighbouring tensors that are decayed alike, so a step is a few calls of the kernel.
+    for (const ParameterInfo& e : table->entries()) {
+      const bool decayed = scope == WeightDecayScope::all || e.shape.size() >= 2;
+      if (!ranges_.empty() && ranges_.back().decayed == decayed) ranges_.back().size += e.slot.size;
+      else ranges_.push_back({e.slot.offset, e.slot.size, decayed});
+    }
   }
   // The optimizer for a model: AdamW<float> opt(model, {.lr = 1e-3}).
   template <class Model>
     requires requires(const Model& m) { m.parameters().shared_table(); }
-  explicit AdamW(const Model& model, const AdamWConfig& config = {})
-      : AdamW(model.parameters().shared_table(), config) {}
+  explicit AdamW(const Model& model, const AdamWConfig& config = {}, WeightDecayScope scope = WeightDecayScope::all)
+      : AdamW(model.parameters().shared_table(), config, scope) {}
 
   // p ← AdamW(p, grad); the model's gradients are read, not cleared.
   void step(ParameterStore<S>& store) {
     if (&store.values.table() != &m_.table())
       fail("AdamW::step: the parameters were laid out by another model's table");
     ++steps_;
-    adamw_update(store.values.data(), store.grads.data(), m_.data(), v_.data(), m_.size(), steps_,
-                 config_);
+    AdamWConfig undecayed = config_;
+    undecayed.weight_decay = 0;
+    for (const Range& r : ranges_)
+      adamw_update(store.values.data() + r.offset, store.grads.data() + r.offset, m_.data() + r.offset,
+                   v_.data() + r.offset, r.size, steps_, r.decayed ? config_ : undecayed);
   }
+
+  // The rate of the following steps (a schedule sets it before each).
+  void set_learning_rate(double lr) {
+    if (!(lr >= 0)) fail("AdamW: learning rate must be non-negative, got ", lr);
+    config_.lr = lr;
+  }
+  WeightDecayScope weight_decay_scope() const { return scope_; }
 
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t steps) { steps_ = steps; }  // when restoring a saved state
@@ -45,7 +80,13 @@ class AdamW {
   const ParameterBuffer<S>& second_moment() const { return v_; }
 
  private:
+  struct Range {
+    std::size_t offset, size;
+    bool decayed;
+  };
   AdamWConfig config_;
+  WeightDecayScope scope_;
+  std::vector<Range> ranges_;
   ParameterBuffer<S> m_;
   ParameterBuffer<S> v_;
   std::int64_t steps_ = 0;
@@ -54,6 +95,7 @@ class AdamW {
 // AdamW opt(model) and AdamW opt(model, {.lr = 1e-3}) take the model's scalar type.
 template <class Model>
   requires requires(const Model& m) { m.parameters().shared_table(); }
-AdamW(const Model&, const AdamWConfig& = {}) -> AdamW<typename Model::scalar_type>;
+AdamW(const Model&, const AdamWConfig& = {}, WeightDecayScope = WeightDecayScope::all)
+    -> AdamW<typename Model::scalar_type>;
 
 }  // namespace posenc

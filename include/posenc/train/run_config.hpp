@@ -20,6 +20,7 @@
 #include "posenc/model/char_transformer.hpp"
 #include "posenc/model/model_sizes.hpp"
 #include "posenc/parameters.hpp"
+#include "posenc/train/train_config.hpp"
 #include "posenc/train/trainer.hpp"
 
 namespace posenc {
@@ -39,6 +40,8 @@ struct RunConfig {
   std::size_t layers = study_layers, dim = study_dim, heads = study_heads;
   TrainConfig train;  // steps, batch, context, learning rate, weight decay, evaluations, seed
   double embedding_std = init_std;        // ModelConfig::embedding_std
+  InitScheme init = InitScheme::normal;   // ModelConfig::init
+  bool tie_weights = false;               // ModelConfig::tie_weights
   Precision precision = Precision::fp32;  // ModelConfig::precision
   std::string data;                       // the corpus's path
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
@@ -47,7 +50,8 @@ struct RunConfig {
   // The model it trains; the seed is the run's, as the batch sampler's is.
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
-                       .embedding_std = embedding_std, .precision = precision};
+                       .embedding_std = embedding_std, .init = init, .tie_weights = tie_weights,
+                       .precision = precision};
   }
   // Whether two configurations give the same numbers: every field but the corpus's path, so a
   // corpus that moved is the same corpus (its digest says so).
@@ -87,28 +91,24 @@ inline void check_training_memory(const RunConfig& config, std::size_t vocab_siz
 }
 
 inline nlohmann::json to_json(const RunConfig& c) {
-  return {{"posenc", c.posenc},
-          {"layers", c.layers},
-          {"dim", c.dim},
-          {"heads", c.heads},
-          {"steps", c.train.steps},
-          {"batch", c.train.batch},
-          {"context", c.train.context},
-          {"lr", c.train.lr},
-          {"weight_decay", c.train.weight_decay},
-          {"eval_every", c.train.eval_every},
-          {"eval_iters", c.train.eval_iters},
-          {"seed", c.train.seed},
-          {"embedding_std", c.embedding_std},
-          {"precision", precision_name(c.precision)},
-          {"data", c.data},
-          {"data_digest", c.data_digest}};
+  nlohmann::json j = to_json(c.train);
+  j.update({{"posenc", c.posenc},
+            {"layers", c.layers},
+            {"dim", c.dim},
+            {"heads", c.heads},
+            {"embedding_std", c.embedding_std},
+            {"init", init_scheme_name(c.init)},
+            {"tie_weights", c.tie_weights},
+            {"precision", precision_name(c.precision)},
+            {"data", c.data},
+            {"data_digest", c.data_digest}});
+  return j;
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest) takes its default when missing, which is what those runs used; study
-// records kept the corpus's digest under "data". Anything else missing or mistyped is an error
-// naming `where`.
+// precision, data_digest, init, tie_weights, and TrainConfig's, see train_config_from_json) takes its default when
+// missing, which is what those runs used; study records kept the corpus's digest under "data".
+// Anything else missing or mistyped is an error naming `where`.
 inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view where) {
   try {
     RunConfig c;
@@ -116,15 +116,10 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
     c.layers = j.at("layers").get<std::size_t>();
     c.dim = j.at("dim").get<std::size_t>();
     c.heads = j.at("heads").get<std::size_t>();
-    c.train.steps = j.at("steps").get<std::int64_t>();
-    c.train.batch = j.at("batch").get<std::size_t>();
-    c.train.context = j.at("context").get<std::size_t>();
-    c.train.lr = j.at("lr").get<double>();
-    c.train.weight_decay = j.at("weight_decay").get<double>();
-    c.train.eval_every = j.at("eval_every").get<std::int64_t>();
-    c.train.eval_iters = j.at("eval_iters").get<std::size_t>();
-    c.train.seed = j.at("seed").get<std::uint64_t>();
+    c.train = train_config_from_json(j);
     c.embedding_std = j.value("embedding_std", init_std);
+    c.init = parse_init_scheme(j.value("init", std::string(init_scheme_name(InitScheme::normal))));
+    c.tie_weights = j.value("tie_weights", false);
     c.precision = parse_precision(j.value("precision", std::string("fp32")));
     c.data = j.at("data").get<std::string>();
     c.data_digest = j.value("data_digest", std::string());

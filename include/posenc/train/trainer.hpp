@@ -6,27 +6,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/kernels/profile.hpp"
 #include "posenc/train/adamw.hpp"
-#include "posenc/train/train_step.hpp"
 #include "posenc/train/evaluation.hpp"
+#include "posenc/train/gradient_clipping.hpp"
 #include "posenc/train/process_group.hpp"
+#include "posenc/train/train_config.hpp"
 
 namespace posenc {
-
-struct TrainConfig {
-  std::int64_t steps = 2000;
-  std::size_t batch = 32;
-  std::size_t context = 128;
-  double lr = 1e-3;  // constant: no warm-up, no decay
-  double weight_decay = 0.01;
-  std::int64_t eval_every = 250;
-  std::size_t eval_iters = 200;
-  std::uint64_t seed = 1337;  // the batch sampler's; the model's initialisation has its own
-  bool operator==(const TrainConfig&) const = default;
-};
 
 // One evaluation: the nanoGPT-style estimates at a step.
 struct EvalRecord {
@@ -41,6 +32,8 @@ struct StepReport {
   std::int64_t step = 0;  // steps done
   std::int64_t total = 0;
   double loss = 0;
+  double lr = 0;         // the step's learning rate
+  double grad_norm = 0;  // the gradient's global L2 norm before clipping
   double elapsed_seconds = 0;
   double tokens_per_second = 0;
 };
@@ -50,15 +43,16 @@ class Trainer {
  public:
   using S = typename Model::scalar_type;
 
-  // With a process group of more than one process, training is data-parallel: every process
-  // draws the same global batch, computes the gradient of its shard (batch_shard), and the
-  // gradients are summed over the group before the optimizer step, which every process then takes
-  // identically — the losses equal one process's to float rounding.
+  // A step: grad_accum micro-batches' mean gradient, clipped to max_grad_norm, then AdamW at the
+  // schedule's rate. With a process group of more than one process, training is data-parallel:
+  // every process draws the same global batches, computes the gradient of its shard of each
+  // (batch_shard), and the gradients are summed over the group before the optimizer step, which
+  // every process then takes identically — the losses equal one process's to float rounding.
   Trainer(Model& model, const CharDataset& data, const TrainConfig& config, ProcessGroup* group = nullptr)
       : model_(model),
         data_(data),
         config_(checked(config, model, group)),
-        optimizer_(model, {.lr = config.lr, .weight_decay = config.weight_decay}),
+        optimizer_(model, config.adamw(), config.weight_decay_scope),
         sampler_(data.train(), config.batch, config.context, config.seed, "training split"),
         group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
 
@@ -104,18 +98,12 @@ class Trainer {
   void run(OnStep&& on_step, OnEval&& on_eval) {
     start_ = Clock::now();
     if (step() == 0 && last_evaluated_ != 0) on_eval(evaluate());
-    Tokens x, y;
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
-      sampler_.sample(x, y);
-      const double loss = group_ == nullptr ? static_cast<double>(train_step(model_, x, y, optimizer_))
-                                            : data_parallel_step(x, y);
+      const StepReport report = train_one_step();
       train_seconds_ += since(t0);
-      // Past a non-finite loss every parameter soon is one too: stop rather than train on garbage.
-      if (!std::isfinite(loss))
-        fail("training diverged at step ", step(), ": the training loss is ", loss,
-             " (a lower learning rate may help)");
-      on_step(StepReport{step(), config_.steps, loss, elapsed_seconds(), tokens_per_second()});
+      on_step(StepReport{report.step, report.total, report.loss, report.lr, report.grad_norm, elapsed_seconds(),
+                         tokens_per_second()});
       if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
     }
   }
@@ -125,24 +113,59 @@ class Trainer {
   static double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
-  double tokens_per_step() const { return static_cast<double>(config_.batch * config_.context); }
+  double tokens_per_step() const { return static_cast<double>(config_.windows_per_step() * config_.context); }
 
-  // One step of the group: this process's shard's gradient, weighted by its share of the batch
-  // (the shard's mean loss × rows/B sums to the global mean), summed over the group, then AdamW.
-  double data_parallel_step(const Tokens& x, const Tokens& y) {
-    const auto [first, last] = batch_shard(config_.batch, group_->rank(), group_->size());
-    const S weight = static_cast<S>(last - first) / static_cast<S>(config_.batch);
-    auto& grads = model_.store().grads;
+  // The gradient of the step's batches (this process's shard of each), scaled by `weight`: the
+  // shard's share of a batch over the number of batches, so that the sums over batches and
+  // processes are the mean over every window. Returns this process's share of the mean loss.
+  double accumulate_gradient() {
+    std::size_t first = 0, last = config_.batch;
+    if (group_ != nullptr) std::tie(first, last) = batch_shard(config_.batch, group_->rank(), group_->size());
+    const double weight = static_cast<double>(last - first) / static_cast<double>(config_.batch) /
+                          static_cast<double>(config_.grad_accum);
     model_.zero_grad();
-    copy_rows(shard_x_, x, first, last);
-    copy_rows(shard_y_, y, first, last);
-    double loss = static_cast<double>(model_.loss_and_backward(shard_x_, shard_y_) * weight);
-    S* g = grads.data();
-    for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= weight;
-    group_->sum(g, grads.size());
-    group_->sum(&loss, 1);
+    double loss = 0;
+    for (std::size_t k = 0; k < config_.grad_accum; ++k) {
+      sampler_.sample(x_, y_);
+      if (group_ == nullptr) {
+        loss += static_cast<double>(model_.loss_and_backward(x_, y_));
+      } else {
+        copy_rows(shard_x_, x_, first, last);
+        copy_rows(shard_y_, y_, first, last);
+        loss += static_cast<double>(model_.loss_and_backward(shard_x_, shard_y_));
+      }
+    }
+    if (weight != 1) {
+      POSENC_PROFILE_SCOPE("optimizer: scale gradients");
+      auto& grads = model_.store().grads;
+      const S w = static_cast<S>(weight);
+      S* g = grads.data();
+      for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= w;
+    }
+    return loss * weight;
+  }
+
+  StepReport train_one_step() {
+    StepReport r;
+    r.loss = accumulate_gradient();
+    if (group_ != nullptr) {
+      auto& grads = model_.store().grads;
+      group_->sum(grads.data(), grads.size());
+      group_->sum(&r.loss, 1);
+    }
+    // Past a non-finite loss every parameter soon is one too: stop rather than train on garbage.
+    if (!std::isfinite(r.loss))
+      fail("training diverged at step ", step() + 1, ": the training loss is ", r.loss,
+           " (a lower learning rate may help)");
+    POSENC_PROFILE_SCOPE("optimizer: adamw");
+    r.grad_norm = config_.max_grad_norm ? clip_grad_norm(model_.store().grads, *config_.max_grad_norm)
+                                        : gradient_norm(model_.store().grads);
+    r.lr = config_.schedule.at(config_.lr, step(), config_.steps);
+    optimizer_.set_learning_rate(r.lr);
     optimizer_.step(model_.store());
-    return loss;
+    r.step = step();
+    r.total = config_.steps;
+    return r;
   }
 
   static TrainConfig checked(const TrainConfig& c, const Model& model, const ProcessGroup* group) {
@@ -156,6 +179,10 @@ class Trainer {
       fail("training: context ", c.context, " exceeds the model's maximum of ", model.max_context());
     if (c.eval_every <= 0) fail("training: eval_every must be positive, got ", c.eval_every);
     if (c.eval_iters == 0) fail("training: eval_iters must be positive");
+    if (c.grad_accum == 0) fail("training: grad_accum must be positive");
+    if (c.max_grad_norm && !(*c.max_grad_norm > 0 && std::isfinite(*c.max_grad_norm)))
+      fail("training: the gradient-clipping norm must be a positive number, got ", *c.max_grad_norm);
+    c.schedule.check(c.steps);
     return c;
   }
 
@@ -165,7 +192,7 @@ class Trainer {
   AdamW<S> optimizer_;
   BatchSampler sampler_;
   ProcessGroup* group_;  // nullptr: this process alone
-  Tokens shard_x_, shard_y_;
+  Tokens x_, y_, shard_x_, shard_y_;
   Clock::time_point start_ = Clock::now();
   double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
   std::int64_t last_evaluated_ = -1;

@@ -155,12 +155,13 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
     trainer.sampler().rng().set_state(sampler_state);
     trainer.set_previous_time(elapsed, train);
   }
+  const std::map<std::string, std::string> training = {{"training", to_json(config).dump()}};
   auto save = [&](const EvalRecord& r) {
     records.push_back(r);
     if (writes) {
       // The checkpoint and the log first, the optimizer state that names their step last: an
       // interruption anywhere leaves a complete state to resume from (records past it are dropped).
-      save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed);
+      save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed, training);
       std::string log;
       for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
       write_file_atomically(run.log(), log);
@@ -173,7 +174,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
     callbacks.on_eval(r);
   };
   trainer.run(callbacks.on_step, save);
-  if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed);
+  if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed, training);
   return records;
 }
 

@@ -1,0 +1,147 @@
+// RunOptions: the command-line options of a RunConfig that `shakespeare train` and `study` share, and their checks.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <posenc/train/run_config.hpp>
+
+namespace examples {
+
+// A whole number in [min, max], parsed without wrapping or clamping: "-1" for a seed and
+// "18446744073709551616" for a step count are errors that name the range, not huge numbers.
+inline CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min || value > max)
+          return "must be a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" + text +
+                 "'";
+        return {};
+      },
+      "[" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+inline const std::uint64_t most_steps = std::uint64_t{1} << 40;
+inline const std::uint64_t longest_context = std::uint64_t{1} << 20;  // also the most windows per batch
+inline const CLI::Validator positive_integer =
+    whole_number_in(1, std::uint64_t{1} << 40);  // counts with no tighter bound
+
+// A finite number in [min, max] (strtod's syntax).
+inline CLI::Validator number_in(double min, double max, std::string name) {
+  return CLI::Validator(
+      [min, max, name](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !(value >= min && value <= max))
+          return "must be " + name + ", got '" + text + "'";
+        return {};
+      },
+      name);
+}
+inline const CLI::Validator non_negative_number = number_in(0, 1e300, "a number ≥ 0");
+inline const CLI::Validator positive_number = number_in(1e-300, 1e300, "a number > 0");
+inline const CLI::Validator unit_interval = number_in(0, 1, "a number in [0, 1]");
+
+// Adds the options to `app`, writing into `run`; apply() finishes what parsing cannot (the
+// clipping norm is present only when given). names() lists them all, for --resume to refuse.
+class RunOptions {
+ public:
+  RunOptions(CLI::App& app, posenc::RunConfig& run) : app_(app), run_(run) {
+    posenc::TrainConfig& t = run.train;
+    add(app.add_option("--batch", t.batch, "Windows per batch (per micro-batch with --grad-accum)")
+            ->check(whole_number_in(1, longest_context)));
+    add(app.add_option("--context", t.context, "Tokens per window")->check(whole_number_in(1, longest_context)));
+    add(app.add_option("--lr", t.lr, "AdamW's peak learning rate (--lr-schedule shapes it)")
+            ->check(non_negative_number));
+    add(app.add_option("--lr-schedule", schedule_,
+                       "constant, or after --warmup-steps: cosine or linear decay to --min-lr-fraction × lr, or wsd "
+                       "(warm-up, stable, then linear decay over the last --decay-fraction of the steps)")
+            ->check(CLI::IsMember({"constant", "cosine", "linear", "wsd"})));
+    add(app.add_option("--warmup-steps", t.schedule.warmup_steps, "Steps of linear warm-up to --lr")
+            ->check(whole_number_in(0, most_steps)));
+    add(app.add_option("--min-lr-fraction", t.schedule.min_lr_fraction,
+                       "Where cosine, linear and wsd end, as a fraction of --lr")
+            ->check(unit_interval));
+    add(app.add_option("--decay-fraction", t.schedule.decay_fraction, "The share of the steps wsd decays over")
+            ->check(number_in(1e-9, 1, "a number in (0, 1]")));
+    add(app.add_option("--weight-decay", t.weight_decay, "AdamW's decoupled weight decay")->check(non_negative_number));
+    add(app.add_option("--decay-on", decay_on_,
+                       "all parameters (PyTorch's AdamW on model.parameters()), or matrices only (nanoGPT: not "
+                       "biases, layer norms or an encoding's scalars)")
+            ->check(CLI::IsMember({"all", "matrices"})));
+    add(app.add_option("--beta1", t.beta1, "AdamW's beta1")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
+    add(app.add_option("--beta2", t.beta2, "AdamW's beta2")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
+    add(app.add_option("--adam-eps", t.eps, "AdamW's epsilon")->check(positive_number));
+    names_.push_back(app.add_option("--grad-clip", grad_clip_,
+                                    "Clip the gradients' global L2 norm to this, as torch.nn.utils.clip_grad_norm_ "
+                                    "(nanoGPT: 1) [none]")
+                         ->check(positive_number)
+                         ->get_name());
+    add(app.add_option("--grad-accum", t.grad_accum,
+                       "Micro-batches of --batch windows per optimizer step (equal to one batch of their sum)")
+            ->check(whole_number_in(1, 1 << 20)));
+    add(app.add_option("--eval-every", t.eval_every, "Steps between loss estimates and checkpoints")
+            ->check(whole_number_in(1, most_steps)));
+    add(app.add_option("--eval-iters", t.eval_iters, "Batches per loss estimate")
+            ->check(whole_number_in(1, std::uint64_t{1} << 30)));
+    add(app.add_option("--embedding-std", run.embedding_std,
+                       "Std of the token and learned position tables' normal start [0.02; 1, nn.Embedding's, with "
+                       "--init pytorch]")
+            ->check(positive_number),
+        "");
+    add(app.add_option("--init", init_,
+                       "How tensors start: normal (every weight N(0, 0.02), biases 0: the published study's) or "
+                       "pytorch (each PyTorch module's default: nn.Linear's uniform weights and biases, nn.Embedding "
+                       "N(0, 1); Kerple's and FIRE's as their authors' code)")
+            ->check(CLI::IsMember({"normal", "pytorch"})));
+    add(app.add_flag("--tie-weights", run.tie_weights,
+                     "lm_head.weight is the token embedding, as nanoGPT (vocabulary × dim fewer parameters)"),
+        "");
+    add(app.add_option("--precision", precision_,
+                       "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
+                       "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
+            ->check(CLI::IsMember({"fp32", "bf16"})));
+    add(app.add_option("--data", run.data, "Training text (any file)"));
+    add(app.add_option("--layers", run.layers, "Transformer blocks"));
+    add(app.add_option("--dim", run.dim, "Model width"));
+    add(app.add_option("--heads", run.heads, "Attention heads"));
+  }
+
+  void apply() {
+    run_.train.schedule.kind = posenc::parse_schedule_kind(schedule_);
+    run_.train.weight_decay_scope = posenc::parse_weight_decay_scope(decay_on_);
+    run_.init = posenc::parse_init_scheme(init_);
+    run_.precision = posenc::parse_precision(precision_);
+    if (app_.count("--grad-clip") > 0) run_.train.max_grad_norm = grad_clip_;
+    if (run_.init == posenc::InitScheme::pytorch && app_.count("--embedding-std") == 0)
+      run_.embedding_std = posenc::pytorch_embedding_std;
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  // The default shown in --help: the option's value, or `shown` where that would mislead (a
+  // default that depends on another option, said in the description).
+  void add(CLI::Option* option, std::optional<std::string> shown = std::nullopt) {
+    if (!shown) option->capture_default_str();
+    else if (!shown->empty()) option->default_str(*shown);
+    names_.push_back(option->get_name());
+  }
+  CLI::App& app_;
+  posenc::RunConfig& run_;
+  // the enumerations as named on the command line, parsed by apply()
+  std::string schedule_ = std::string(posenc::schedule_kind_name(run_.train.schedule.kind));
+  std::string decay_on_ = std::string(posenc::weight_decay_scope_name(run_.train.weight_decay_scope));
+  std::string init_ = std::string(posenc::init_scheme_name(run_.init));
+  std::string precision_ = posenc::precision_name(run_.precision);
+  double grad_clip_ = 1.0;
+  std::vector<std::string> names_;
+};
+
+}  // namespace examples

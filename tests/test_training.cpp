@@ -1,0 +1,269 @@
+// Tests of the training settings: learning-rate schedules, gradient clipping, weight decay on matrices, accumulation.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <posenc/train/training_run.hpp>
+#include <posenc/transformer.hpp>
+
+using namespace posenc;
+
+namespace {
+
+using Model = CharTransformer<RoPE, 1, 8, 2>;
+
+std::string corpus() {
+  std::string text;
+  for (int i = 0; i < 80; ++i) text += "what's in a name? that which we call a rose " + std::to_string(i % 5) + "\n";
+  return text;
+}
+
+std::vector<float> parameters_of(const Model& model) {
+  const auto& p = model.parameters();
+  return {p.data(), p.data() + p.size()};
+}
+
+// Trains `model` with `config`; returns the step reports.
+std::vector<StepReport> train(Model& model, const CharDataset& data, const TrainConfig& config) {
+  Trainer<Model> trainer(model, data, config);
+  std::vector<StepReport> reports;
+  trainer.run([&](const StepReport& r) { reports.push_back(r); }, [](const EvalRecord&) {});
+  return reports;
+}
+
+TrainConfig small_config() {
+  return TrainConfig{.steps = 4, .batch = 8, .context = 8, .lr = 3e-3, .eval_every = 100, .eval_iters = 1, .seed = 11};
+}
+
+}  // namespace
+
+TEST_CASE("learning-rate schedules give llm.c's rates at chosen steps") {
+  const double lr = 1e-3;
+  const LearningRateSchedule constant{};
+  CHECK(constant.at(lr, 0, 100) == lr);
+  CHECK(constant.at(lr, 99, 100) == lr);
+
+  const LearningRateSchedule warm{.kind = ScheduleKind::constant, .warmup_steps = 4};
+  CHECK(warm.at(lr, 0, 100) == Approx(0.25e-3));  // (s+1)/warmup
+  CHECK(warm.at(lr, 1, 100) == Approx(0.5e-3));
+  CHECK(warm.at(lr, 3, 100) == Approx(1e-3));
+  CHECK(warm.at(lr, 50, 100) == lr);
+
+  // warm-up 10 of 110 steps, floor 0.1·lr: the decay runs over steps 10 … 110
+  const LearningRateSchedule cosine{.kind = ScheduleKind::cosine, .warmup_steps = 10, .min_lr_fraction = 0.1};
+  CHECK(cosine.at(lr, 0, 110) == Approx(1e-4));
+  CHECK(cosine.at(lr, 9, 110) == Approx(1e-3));
+  CHECK(cosine.at(lr, 10, 110) == Approx(1e-3));
+  CHECK(cosine.at(lr, 60, 110) == Approx(5.5e-4));  // halfway: the mean of peak and floor
+  CHECK(cosine.at(lr, 35, 110) == Approx(1e-4 + 9e-4 * (1 + std::cos(M_PI / 4)) / 2));
+  CHECK(cosine.at(lr, 109, 110) == Approx(1e-4 + 9e-4 * (1 + std::cos(M_PI * 0.99)) / 2));
+  CHECK(cosine.at(lr, 500, 110) == Approx(1e-4));  // past the run: the floor
+
+  const LearningRateSchedule linear{.kind = ScheduleKind::linear, .warmup_steps = 10, .min_lr_fraction = 0};
+  CHECK(linear.at(lr, 35, 110) == Approx(0.75e-3));
+  CHECK(linear.at(lr, 85, 110) == Approx(0.25e-3));
+
+  // 100 steps, the last 20 decaying from step 80 to a floor of 0.1·lr
+  const LearningRateSchedule wsd{.kind = ScheduleKind::wsd, .warmup_steps = 5, .decay_fraction = 0.2};
+  CHECK(wsd.decay_steps(100) == 20);
+  CHECK(wsd.at(lr, 2, 100) == Approx(0.6e-3));
+  CHECK(wsd.at(lr, 79, 100) == lr);
+  CHECK(wsd.at(lr, 80, 100) == lr);
+  CHECK(wsd.at(lr, 90, 100) == Approx(5.5e-4));
+  CHECK(wsd.at(lr, 99, 100) == Approx(1e-3 - 9e-4 * 19.0 / 20));
+
+  CHECK(!constant.depends_on_length());
+  CHECK(cosine.depends_on_length());
+  CHECK_THROWS_WITH(cosine.check(9), "--warmup-steps 10 exceeds the run's 9 steps");
+  CHECK_THROWS_WITH((LearningRateSchedule{.min_lr_fraction = 1.5}.check(10)),
+                    "--min-lr-fraction must lie in [0, 1], got 1.5");
+  CHECK_THROWS_WITH((LearningRateSchedule{.decay_fraction = 0}.check(10)),
+                    "--decay-fraction must lie in (0, 1], got 0");
+  CHECK(parse_schedule_kind("wsd") == ScheduleKind::wsd);
+  CHECK_THROWS_WITH(parse_schedule_kind("step"), Catch::Contains("unknown learning-rate schedule 'step'"));
+}
+
+TEST_CASE("clip_grad_norm scales to the maximum as torch.nn.utils.clip_grad_norm_, by hand") {
+  auto table = std::make_shared<ParameterTable>();
+  table->add("w", {2, 1}, Init::zeros);
+  table->add("b", {1}, Init::zeros);
+  ParameterBuffer<float> grads(table);
+  const auto fill = [&] {
+    grads.data()[0] = 3;
+    grads.data()[1] = 0;
+    grads.data()[2] = -4;
+  };
+  fill();
+  CHECK(clip_grad_norm(grads, 10.0) == Approx(5.0));  // below the maximum: untouched
+  CHECK(grads.data()[0] == 3.0f);
+  CHECK(grads.data()[2] == -4.0f);
+  fill();
+  CHECK(clip_grad_norm(grads, 1.0) == Approx(5.0));
+  const float c = static_cast<float>(1.0 / (5.0 + 1e-6));  // PyTorch's max_norm / (norm + 1e-6)
+  CHECK(grads.data()[0] == 3.0f * c);
+  CHECK(grads.data()[1] == 0.0f);
+  CHECK(grads.data()[2] == -4.0f * c);
+  CHECK(gradient_norm(grads) == Approx(1.0).epsilon(1e-6));
+  CHECK_THROWS_WITH(clip_grad_norm(grads, 0.0), "clip_grad_norm: max_norm must be positive, got 0");
+}
+
+TEST_CASE("weight decay on matrices only leaves biases, layer norms and an encoding's scalars undecayed") {
+  using KerpleModel = CharTransformer<Kerple, 1, 8, 2>;
+  const ModelConfig model_config{.vocab_size = 5, .context = 8, .seed = 1};
+  KerpleModel model(model_config);
+  for (const WeightDecayScope scope : {WeightDecayScope::all, WeightDecayScope::matrices}) {
+    KerpleModel copy(model_config);
+    copy.zero_grad();  // with zero gradients AdamW's update is zero: only the decay moves a value
+    AdamW optimizer(copy, {.lr = 0.1, .weight_decay = 0.5}, scope);
+    optimizer.step(copy.store());
+    for (const ParameterInfo& e : copy.parameter_table().entries()) {
+      const bool decayed = scope == WeightDecayScope::all || e.shape.size() >= 2;
+      const float factor = decayed ? 1.0f - 0.05f : 1.0f;
+      bool all_match = true;
+      for (std::size_t i = 0; i < e.slot.size; ++i)
+        all_match = all_match && copy.parameters()[e.slot][i] == model.parameters()[e.slot][i] * factor;
+      INFO(e.name << " with weight decay on " << weight_decay_scope_name(scope));
+      CHECK(all_match);
+    }
+  }
+  // what nanoGPT leaves out: Kerple's scalars, every bias and layer-norm parameter
+  const ParameterTable& table = model.parameter_table();
+  CHECK(table.find("transformer.h.0.attn.kerple.r1").shape.size() == 1);
+  CHECK(table.find("transformer.h.0.ln_1.weight").shape.size() == 1);
+  CHECK(table.find("transformer.wte.weight").shape.size() == 2);
+}
+
+TEST_CASE("a step is clipping then AdamW at the schedule's rate, and reports both") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 1, .min_lr_fraction = 0.2};
+  config.max_grad_norm = 0.05;  // far below the gradient's norm: every step clips
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  Model trained(model_config), by_hand(model_config);
+  const auto reports = train(trained, data, config);
+  REQUIRE(reports.size() == 4);
+
+  BatchSampler sampler(data.train(), config.batch, config.context, config.seed);
+  AdamW optimizer(by_hand, config.adamw());
+  Tokens x, y;
+  for (std::int64_t s = 0; s < 4; ++s) {
+    sampler.sample(x, y);
+    by_hand.zero_grad();
+    const float loss = by_hand.loss_and_backward(x, y);
+    const double norm = gradient_norm(by_hand.gradients());
+    CHECK(norm > 0.05);
+    const float c = static_cast<float>(0.05 / (norm + 1e-6));
+    for (std::size_t i = 0; i < by_hand.gradients().size(); ++i) by_hand.gradients().data()[i] *= c;
+    const double lr = config.schedule.at(config.lr, s, config.steps);
+    optimizer.set_learning_rate(lr);
+    optimizer.step(by_hand.store());
+    const auto& r = reports[static_cast<std::size_t>(s)];
+    CHECK(r.step == s + 1);
+    CHECK(r.loss == static_cast<double>(loss));
+    CHECK(r.grad_norm == norm);
+    CHECK(r.lr == lr);
+  }
+  CHECK(reports[0].lr == Approx(3e-3));  // the one warm-up step reaches the peak
+  CHECK(reports[3].lr < reports[1].lr);
+  CHECK(parameters_of(trained) == parameters_of(by_hand));
+}
+
+TEST_CASE("gradient accumulation equals the large batch to rounding") {
+  // In double: in float, AdamW's m/√v turns the rounding of a gradient near zero into a step of
+  // ±lr, which would hide a real difference behind a loose tolerance.
+  using Double = CharTransformer<RoPE, 1, 8, 2, double>;
+  const CharDataset data(corpus());
+  for (const std::size_t accum : {2, 4}) {
+    DYNAMIC_SECTION(accum << " micro-batches") {
+      TrainConfig large = small_config();
+      large.max_grad_norm = 1.0;  // clipping sees the whole step's gradient
+      TrainConfig micro = large;
+      micro.batch = large.batch / accum;
+      micro.grad_accum = accum;
+      const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+      Double a(model_config), b(model_config);
+      std::vector<StepReport> large_reports, micro_reports;
+      Trainer<Double>(a, data, large).run([&](const StepReport& r) { large_reports.push_back(r); },
+                                          [](const EvalRecord&) {});
+      Trainer<Double>(b, data, micro).run([&](const StepReport& r) { micro_reports.push_back(r); },
+                                          [](const EvalRecord&) {});
+      REQUIRE(micro_reports.size() == large_reports.size());
+      for (std::size_t s = 0; s < large_reports.size(); ++s) {
+        CHECK(micro_reports[s].loss == Approx(large_reports[s].loss).epsilon(1e-12));
+        CHECK(micro_reports[s].grad_norm == Approx(large_reports[s].grad_norm).epsilon(1e-10));
+      }
+      double worst = 0;
+      for (std::size_t i = 0; i < a.parameters().size(); ++i)
+        worst = std::max(worst, std::abs(a.parameters().data()[i] - b.parameters().data()[i]));
+      CHECK(worst < 1e-12);
+      // the micro-batch run really is another sequence of windows than one micro-batch alone
+      TrainConfig one = micro;
+      one.grad_accum = 1;
+      Double c(model_config);
+      std::vector<StepReport> one_reports;
+      Trainer<Double>(c, data, one).run([&](const StepReport& r) { one_reports.push_back(r); },
+                                        [](const EvalRecord&) {});
+      CHECK(std::abs(one_reports[0].loss - large_reports[0].loss) > 1e-6);
+    }
+  }
+}
+
+TEST_CASE("a run with a decaying schedule, clipping and accumulation resumes to the uninterrupted run's bits") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 6;
+  config.eval_every = 3;
+  config.schedule = {.kind = ScheduleKind::wsd, .warmup_steps = 2, .decay_fraction = 0.5};
+  config.max_grad_norm = 0.5;
+  config.grad_accum = 2;
+  config.weight_decay_scope = WeightDecayScope::matrices;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-resume";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  Model whole(model_config), resumed(model_config);
+  run_training(whole, data, config, RunDirectory(base / "whole"), false);
+
+  // Interrupted after the evaluation at step 3 (an exception from the callback), then resumed.
+  struct Stop {};
+  TrainingCallbacks stop;
+  stop.on_eval = [](const EvalRecord& r) {
+    if (r.step == 3) throw Stop{};
+  };
+  CHECK_THROWS_AS(run_training(resumed, data, config, RunDirectory(base / "split"), false, stop), Stop);
+  Model fresh(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 99});  // every value restored
+  run_training(fresh, data, config, RunDirectory(base / "split"), true);
+  CHECK(parameters_of(fresh) == parameters_of(whole));
+
+  // The checkpoint says how it was trained.
+  const SafetensorsFile checkpoint = read_safetensors((base / "whole" / "model.safetensors").string());
+  const TrainConfig recorded = train_config_from_json(nlohmann::json::parse(checkpoint.metadata().at("training")));
+  CHECK(recorded == config);
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("bad training settings are errors naming the setting") {
+  const CharDataset data(corpus());
+  Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 3});
+  const auto error = [&](auto change) {
+    TrainConfig config = small_config();
+    change(config);
+    try {
+      Trainer<Model> trainer(model, data, config);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error([](TrainConfig&) {}).empty());
+  CHECK(error([](TrainConfig& c) { c.grad_accum = 0; }) == "training: grad_accum must be positive");
+  CHECK(error([](TrainConfig& c) { c.max_grad_norm = -1.0; }) ==
+        "training: the gradient-clipping norm must be a positive number, got -1");
+  CHECK(error([](TrainConfig& c) { c.schedule.warmup_steps = 5; }) == "--warmup-steps 5 exceeds the run's 4 steps");
+  CHECK(error([](TrainConfig& c) { c.beta2 = 1.0; }) == "AdamW: betas must lie in [0, 1), got (0.9, 1)");
+  CHECK(error([](TrainConfig& c) { c.eps = 0; }) == "AdamW: eps must be positive, got 0");
+}
