@@ -542,3 +542,26 @@ TEST_CASE("sampling: greedy picks the largest logit, top-k never leaves the k mo
     REQUIRE((t == 1 || t == 4));
   }
 }
+
+TEST_CASE("sampling: top-p keeps the fewest most likely tokens that reach p, and samples them in proportion") {
+  // probabilities 0.5, 0.3, 0.15, 0.05 (ids 2, 0, 3, 1)
+  const std::vector<double> logits = {std::log(0.3), std::log(0.05), std::log(0.5), std::log(0.15)};
+  auto row = [&](std::size_t v) { return logits[v]; };
+  Rng rng(9);
+  std::vector<int> counts(4, 0);
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) ++counts[sample_token(row, 4, {.temperature = 1.0, .top_k = 0, .top_p = 0.7}, rng)];
+  CHECK(counts[1] == 0);  // 0.5 + 0.3 reach 0.7: 0.15 and 0.05 are cut
+  CHECK(counts[3] == 0);
+  CHECK(counts[2] / double(draws) == Approx(0.5 / 0.8).margin(0.015));
+  for (int i = 0; i < 200; ++i)
+    REQUIRE(sample_token(row, 4, {.temperature = 1.0, .top_k = 0, .top_p = 0.45}, rng) == 2);
+  // top-k first: of the 3 most likely (0.5, 0.3, 0.15 of 0.95), 0.9 needs all three
+  std::vector<int> after_k(4, 0);
+  for (int i = 0; i < draws; ++i)
+    ++after_k[sample_token(row, 4, {.temperature = 1.0, .top_k = 3, .top_p = 0.9}, rng)];
+  CHECK(after_k[1] == 0);
+  CHECK(after_k[3] > 0);
+  CharTransformer<RoPE, 1, 8, 2> model(5, 8, 1);
+  CHECK_THROWS_WITH(generate(model, {1}, 3, {.top_p = 0.0}), "generate: top_p must lie in (0, 1], got 0");
+}

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <posenc/study/grid_summary.hpp>
 #include <posenc/study/summary.hpp>
 
 using namespace posenc;
@@ -226,4 +227,98 @@ TEST_CASE("the summary names every training setting that differs from the publis
   const std::string md = summary_markdown(summarize_study(d, {}));
   CHECK(md.find("down to 0.1 × lr") != std::string::npos);
   CHECK(md.find("This design differs from the published one") != std::string::npos);
+}
+
+TEST_CASE("a grid crosses settings, named by config.json's keys, with the variants and seeds") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  d.grid = {parse_grid_axis("lr-schedule=constant,cosine"), parse_grid_axis("grad_clip=none,1")};
+  CHECK(d.grid[0] == GridAxis{"lr_schedule", {"constant", "cosine"}});
+  const std::vector<GridPoint> points = grid_points(d.grid);
+  REQUIRE(points.size() == 4);
+  CHECK(points[0].label() == "lr_schedule=constant grad_clip=none");
+  CHECK(points[3].label() == "lr_schedule=cosine grad_clip=1");
+  CHECK(points[3].id_suffix() == "-lr_schedule-cosine-grad_clip-1");
+  const std::vector<RunSpec> plan = plan_runs(d);
+  CHECK(plan.size() == 16);  // 4 points × 2 seeds × 2 variants
+  CHECK(plan[0].id() == "rope-seed1-steps2000-lr_schedule-constant-grad_clip-none");
+  // each run's configuration has its point's settings
+  const RunConfig c = run_config(d, plan[15], "digest");
+  CHECK(c.train.schedule.kind == ScheduleKind::cosine);
+  CHECK(c.train.max_grad_norm == 1.0);
+  CHECK(c.posenc == "alibi");
+  CHECK_FALSE(run_config(d, plan[0], "digest").train.max_grad_norm.has_value());
+  CHECK_NOTHROW(validate_design(d));
+  // without a grid the runs keep the names they had before grids existed
+  StudyDesign plain = d;
+  plain.grid.clear();
+  CHECK(plan_runs(plain)[0].id() == "rope-seed1-steps2000");
+
+  const auto problem = [&](std::vector<GridAxis> grid, std::int64_t extended_steps = 0) {
+    StudyDesign bad = d;
+    bad.grid = std::move(grid);
+    bad.extended_steps = extended_steps;
+    bad.extended_seeds = {1};
+    try {
+      validate_design(bad);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(problem({parse_grid_axis("seed=1,2")}).find("--grid seed: not a setting a grid can cross") == 0);
+  CHECK(problem({parse_grid_axis("learning_rate=1,2")}).find("--grid learning_rate: not a setting") == 0);
+  CHECK(problem({parse_grid_axis("init=normal,xavier")}) ==
+        "--grid init=xavier: the grid point is not a run configuration: unknown initialisation 'xavier' "
+        "(known: normal, pytorch)");
+  CHECK(problem({parse_grid_axis("lr=1e-3,1e-3")}) == "--grid lr: '1e-3' is given twice");
+  CHECK(problem({parse_grid_axis("lr=1e-3"), parse_grid_axis("lr=2e-3")}) == "--grid lr: the setting is given twice");
+  CHECK(problem({parse_grid_axis("lr_schedule=constant,cosine")}, 4000)
+            .find("--grid lr_schedule=cosine: --extended-steps 4000: an extended run continues") == 0);
+  CHECK_THROWS_WITH(parse_grid_axis("lr"), Catch::Contains("is not NAME=V1,V2"));
+  CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: no value given");
+}
+
+TEST_CASE("a grid's summary compares the variants within each setting and each variant across settings") {
+  StudyDesign d;
+  d.variants = {"rope", "learned"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.grid = {parse_grid_axis("init=normal,pytorch")};
+  const auto at = [&](const std::string& variant, std::uint64_t seed, const std::string& init, double val) {
+    RunRecord r = record(variant, seed, 2000, val, val - 0.1);
+    r.config = run_config(d, RunSpec{variant, seed, 2000, GridPoint{{{"init", init}}}}, "test-data");
+    return r;
+  };
+  std::vector<RunRecord> records;
+  const std::vector<double> rope_normal = {1.50, 1.52, 1.55}, rope_pytorch = {1.45, 1.49, 1.50};
+  for (std::uint64_t s = 1; s <= 3; ++s) {
+    records.push_back(at("rope", s, "normal", rope_normal[s - 1]));
+    records.push_back(at("rope", s, "pytorch", rope_pytorch[s - 1]));
+    records.push_back(at("learned", s, "normal", 1.6));
+  }
+  const GridSummary g = summarize_grid(d, records);
+  REQUIRE(g.settings.size() == 2);
+  CHECK(g.settings[0].second.variants[0].val == rope_normal);
+  CHECK(g.settings[1].second.variants[0].val == rope_pytorch);
+  CHECK(g.settings[1].second.missing_runs.size() == 3);  // learned never ran with pytorch's initialisation
+  REQUIRE(g.across.size() == 2);
+  const SettingComparison& rope = g.across[0];
+  CHECK(rope.variant == "rope");
+  CHECK(rope.setting == "init=pytorch");
+  CHECK(rope.baseline == "init=normal");
+  CHECK(rope.mean_difference == Approx((1.45 + 1.49 + 1.50 - 1.50 - 1.52 - 1.55) / 3));
+  CHECK(rope.test->t == Approx(stats::paired_t_test(rope_pytorch, rope_normal)->t));
+  CHECK(*rope.p_holm == Approx(rope.test->p));  // the other comparison has no pairs: a family of one
+  CHECK(g.across[1].val.empty());
+  const std::string md = grid_summary_markdown(g);
+  CHECK(md.find("| rope | init=pytorch | 3 | 1.4800 | 1.5233 | -0.0433 |") != std::string::npos);
+  CHECK(md.find("## Setting init=pytorch") != std::string::npos);
+  CHECK(md.find("### Validation loss by variant") != std::string::npos);
+  const std::string csv = grid_summary_csv(g);
+  CHECK(csv.find("setting,variant,n,") == 0);
+  CHECK(csv.find("\n\"init=pytorch\",rope,3,") != std::string::npos);
+  CHECK(grid_summary_json(g)["across"][0]["paired_t_test"]["df"] == 2);
 }

@@ -257,3 +257,40 @@ TEST_CASE("validate_design names the first problem of a design") {
   CHECK(problem([](StudyDesign& d) { d.run.train.schedule.warmup_steps = 7; }) ==
         "--warmup-steps 7 exceeds the run's 6 steps");
 }
+
+TEST_CASE("a grid study runs every variant and seed at every setting, and its summary compares them") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-grid");
+  StudyDesign d = tiny_design();
+  d.variants = {"alibi"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  d.extrapolate.clear();
+  d.run.train.lr = 3e-2;  // large enough that clipping at 0.05 changes the run
+  d.grid = {parse_grid_axis("grad_clip=none,0.05")};
+  StudyObserver quiet;
+  StudyFailures failures;
+  const StudyRunner runner(d, dir.path, corpus(), make_any_model<TinySizes>);
+  REQUIRE(runner.plan().size() == 4);
+  runner.run(runner.pending(), 2, quiet, failures);
+  REQUIRE(failures.list().empty());
+  CHECK(runner.pending().empty());
+  const auto clipped = load_record(runner.paths().record(runner.plan()[2]));
+  REQUIRE(clipped);
+  CHECK(runner.paths().record(runner.plan()[2]).filename() == "alibi-seed1-steps6-grad_clip-0.05.json");
+  CHECK(clipped->config.train.max_grad_norm == 0.05);
+  const auto unclipped = load_record(runner.paths().record(runner.plan()[0]));
+  CHECK_FALSE(unclipped->config.train.max_grad_norm.has_value());
+  CHECK(clipped->final_val_loss != unclipped->final_val_loss);
+
+  const GridSummary g = summarize_grid(d, runner.records(false, failures));
+  REQUIRE(g.across.size() == 1);
+  CHECK(g.across[0].seeds == std::vector<std::uint64_t>{1, 2});
+  CHECK(g.across[0].val[0] == clipped->final_val_loss);
+  CHECK(g.across[0].baseline_val[0] == unclipped->final_val_loss);
+  // running it again trains nothing: every run of every setting is found
+  StepCounter counter;
+  runner.run(runner.pending(), 1, counter, failures);
+  CHECK(counter.steps == 0);
+}

@@ -11,6 +11,9 @@ STUDY_DIR/plots/:
   generalization_gap  val − train per variant: mean and each seed
   extrapolation   (when the study has --extrapolate) validation loss against evaluation length per
                   variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols
+A study with --grid gets instead
+  grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
+                       seeds, each seed as a dot, the settings along x
 """
 import glob
 import json
@@ -161,11 +164,40 @@ def plot_extrapolation(summary, study):
     return True
 
 
+def plot_grid(summary, study):
+    settings = summary["settings"]
+    labels = [s["setting"].replace(" ", "\n") for s in settings]
+    variants = [v["variant"] for v in settings[0]["summary"]["variants"]]
+    fig, ax = plt.subplots(figsize=(figure_width(len(settings) * max(1, len(variants)) / 2), 4.5))
+    width = 0.8 / max(1, len(variants))
+    for i, variant in enumerate(variants):
+        style = {"color": f"C{i % 10}", "marker": "osD^v<>ph*"[i % 10]}
+        for k, setting in enumerate(settings):
+            rows = [v for v in setting["summary"]["variants"] if v["variant"] == variant and v["n"] > 0]
+            if not rows:
+                continue
+            x = k - 0.4 + width * (i + 0.5)
+            row = rows[0]
+            sd = row["sd_val_loss"] or 0.0
+            ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none",
+                        label=variant if k == 0 else None, **style)
+            ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
+    ax.set_xticks(range(len(settings)), labels)
+    ax.set_ylabel("final validation loss (full pass)")
+    ax.set_title("each variant at each setting: mean ± sd over seeds, seeds as dots")
+    ax.legend(fontsize=8)
+    save(fig, study, "grid_final_val_loss")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     study = sys.argv[1]
     summary, records = load(study)
+    if "settings" in summary:  # a grid study
+        plot_grid(summary, study)
+        print(f"plots: {os.path.join(study, 'plots')}/grid_final_val_loss.{{png,svg}}")
+        return
     plot_curves(summary, records, study)
     plot_final(summary, study)
     plot_gap(summary, study)

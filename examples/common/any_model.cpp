@@ -22,7 +22,7 @@ std::unique_ptr<posenc::AnyModel> make_model(const posenc::ModelShape& shape, co
   }(std::make_index_sequence<POSENC_MODEL_SHARDS>{});
   for (auto make_in_shard : shards)
     if (std::unique_ptr<posenc::AnyModel> made = make_in_shard(shape, config)) return made;
-  posenc::fail_unbuilt_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads);
+  posenc::fail_unbuilt_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads, model_size_recipe);
 }
 
 }  // namespace examples

@@ -1,18 +1,20 @@
-// ModelSizes: the model sizes posenc's programs are compiled for.
+// ModelSizes: the model sizes posenc's programs are compiled for, set at configure time by POSENC_MODEL_SIZES.
 #pragma once
 
-#include <tuple>
+#include <string>
 
 #include <posenc/model/model_sizes.hpp>
 
+#include "posenc_model_sizes.hpp"  // generated: using ModelSizes = std::tuple<posenc::ModelSize<L, D, H>, ...>
+
 namespace examples {
 
-#if POSENC_EXAMPLES_SMALL_MODEL_ONLY
-// The sanitizer build (POSENC_EXAMPLES_SMALL_MODEL_ONLY): its tests train only the small model,
-// and every size compiled is one more CharTransformer per policy in each program.
-using ModelSizes = std::tuple<posenc::ModelSize<2, 64, 4>>;
-#else
-using ModelSizes = posenc::DefaultModelSizes;
-#endif
+// How to build a size the programs lack, for --help and for the error that names the built ones.
+inline constexpr const char* model_size_recipe =
+    "to add one, configure with -DPOSENC_MODEL_SIZES=3x192x4,2x64x4,LxDxH and rebuild";
+
+inline std::string model_sizes_help() {
+  return "built for " + posenc::model_sizes_text<ModelSizes>() + "; " + model_size_recipe;
+}
 
 }  // namespace examples

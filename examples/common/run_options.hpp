@@ -12,6 +12,8 @@
 
 #include <posenc/train/run_config.hpp>
 
+#include "model_sizes.hpp"
+
 namespace examples {
 
 // A whole number in [min, max], parsed without wrapping or clamping: "-1" for a seed and
@@ -109,7 +111,8 @@ class RunOptions {
                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
             ->check(CLI::IsMember({"fp32", "bf16"})));
     add(app.add_option("--data", run.data, "Training text (any file)"));
-    add(app.add_option("--layers", run.layers, "Transformer blocks"));
+    add(app.add_option("--layers", run.layers, "Transformer blocks (--layers, --dim and --heads: one of the sizes "
+                                               "the program is " + model_sizes_help() + ")"));
     add(app.add_option("--dim", run.dim, "Model width"));
     add(app.add_option("--heads", run.heads, "Attention heads"));
   }

@@ -51,6 +51,7 @@ struct SampleOptions {
   std::string checkpoint;
   std::string prompt = "ROMEO:";
   std::size_t tokens = 500;
+  std::size_t samples = 1;
   posenc::SamplingOptions sampling;
 };
 
@@ -289,10 +290,19 @@ int sample(const SampleOptions& o) {
     if (!tokenizer.contains(o.prompt[i]))
       posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
                    " is not in the checkpoint's vocabulary");
-  const auto generated = checkpoint.model->generate(tokenizer.encode(o.prompt), o.tokens, o.sampling);
-  // every byte, NUL included (printf's %s would stop at the first)
-  const std::string text = o.prompt + tokenizer.decode(generated) + "\n";
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  const std::vector<posenc::TokenId> prompt = tokenizer.encode(o.prompt);
+  for (std::size_t i = 0; i < o.samples; ++i) {
+    // sample i is what a single sample with --seed seed + i gives
+    posenc::SamplingOptions options = o.sampling;
+    options.seed += i;
+    const auto generated = checkpoint.model->generate(prompt, o.tokens, options);
+    if (o.samples > 1)
+      std::printf("%s---------- sample %zu of %zu (seed %llu) ----------\n", i > 0 ? "\n" : "", i + 1, o.samples,
+                  static_cast<unsigned long long>(options.seed));
+    // every byte, NUL included (printf's %s would stop at the first)
+    const std::string text = o.prompt + tokenizer.decode(generated) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
   return 0;
 }
 
@@ -374,7 +384,14 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--top-k", s.sampling.top_k, "Sample among the k most likely (0: all)")
       ->check(whole_number_in(0, std::uint64_t{1} << 31))
       ->capture_default_str();
-  sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed")
+  sample_cmd->add_option("--top-p", s.sampling.top_p,
+                         "Sample among the fewest most likely characters whose probability reaches p (1: all)")
+      ->check(number_in(1e-9, 1, "a number in (0, 1]"))
+      ->capture_default_str();
+  sample_cmd->add_option("--samples", s.samples, "Independent samples to print, the i-th with --seed + i")
+      ->check(whole_number_in(1, 10000))
+      ->capture_default_str();
+  sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed (of the first sample)")
       ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
   sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");

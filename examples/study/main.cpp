@@ -1,6 +1,7 @@
 // study: the positional-encoding study in one command — every run of the design, resumable, then the statistics.
 //   study                      the published design (4 variants × 3 seeds × 2000 steps, + 4000-step runs for seed 1337)
 //   study --variants rope,alibi --seeds 1,2 --steps 300 --extended-steps 0 --out runs/small-study
+//   study --grid init=normal,pytorch --grid grad_clip=none,1 --extended-steps 0 --out runs/grid
 // Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
 // The study itself is posenc's (posenc/study/); this is its command line.
 #include <CLI/CLI.hpp>
@@ -94,6 +95,11 @@ int main(int argc, char** argv) {
   app.add_option("--extrapolate", extrapolate,
                  "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
+  std::vector<std::string> grid;
+  app.add_option("--grid", grid,
+                 "NAME=V1,V2,...: run every variant and seed at each value of a training setting, named by its key "
+                 "in a run's config.json (lr, lr_schedule, warmup_steps, grad_clip, grad_accum, weight_decay_scope, "
+                 "init, tie_weights, embedding_std, batch, ...; 'none' for no value); several --grid cross");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& done) {
@@ -114,6 +120,7 @@ int main(int argc, char** argv) {
     for (const std::uint64_t L : parse_numbers(extrapolate, "--extrapolate", 9, "a length (a whole number ≥ 1)"))
       design.extrapolate.push_back(static_cast<std::size_t>(L));
     run_options.apply();
+    for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
@@ -156,10 +163,19 @@ int main(int argc, char** argv) {
       runner.run(pending, static_cast<std::size_t>(jobs), progress, failures);
 #endif
     }
-    const posenc::StudySummary summary = posenc::summarize_study(design, runner.records(!summary_only, failures));
-    posenc::write_summary(summary, out);
-    std::printf("\n%s\nsummary: %s/summary.{md,json,csv}; plots: python3 tools/plot_study.py %s\n",
-                posenc::summary_markdown(summary).c_str(), out.c_str(), out.c_str());
+    const std::vector<posenc::RunRecord> records = runner.records(!summary_only, failures);
+    std::string markdown;
+    if (design.grid.empty()) {
+      const posenc::StudySummary summary = posenc::summarize_study(design, records);
+      posenc::write_summary(summary, out);
+      markdown = posenc::summary_markdown(summary);
+    } else {
+      const posenc::GridSummary summary = posenc::summarize_grid(design, records);
+      posenc::write_grid_summary(summary, out);
+      markdown = posenc::grid_summary_markdown(summary);
+    }
+    std::printf("\n%s\nsummary: %s/summary.{md,json,csv}; plots: python3 tools/plot_study.py %s\n", markdown.c_str(),
+                out.c_str(), out.c_str());
     if (const auto failed = failures.list(); !failed.empty()) {
       std::fprintf(stderr, "study: %zu run(s) failed:\n", failed.size());
       for (const std::string& f : failed) std::fprintf(stderr, "  %s\n", f.c_str());

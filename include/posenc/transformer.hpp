@@ -57,6 +57,8 @@
 #include "posenc/train/training_run.hpp"
 
 #include "posenc/study/design.hpp"
+#include "posenc/study/grid.hpp"
+#include "posenc/study/grid_summary.hpp"
 #include "posenc/study/record.hpp"
 #include "posenc/study/runner.hpp"
 #include "posenc/study/statistics.hpp"

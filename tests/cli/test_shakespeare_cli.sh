@@ -165,6 +165,17 @@ else
   failed "sample: $(cat cached.txt) vs $(cat uncached.txt)"
 fi
 
+# --samples N prints N samples, the i-th equal to a single sample with --seed + i; --top-p is accepted
+"$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 --top-p 0.9 --samples 3 \
+  > three.txt 2> three.err
+"$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 5 --top-p 0.9 > seed5.txt
+if [ "$(grep -c -- '---------- sample' three.txt)" -eq 3 ] && grep -q "sample 3 of 3 (seed 5)" three.txt &&
+   [ "$(sed -n '/sample 3 of 3/,$p' three.txt | tail -n +2)" = "$(cat seed5.txt)" ]; then
+  pass "sample --samples 3 prints three samples, the third equal to --seed 5 alone"
+else
+  failed "--samples: $(head -c 300 three.txt) $(cat three.err)"
+fi
+
 for sub in train eval sample; do
   if "$bin" "$sub" --help > help.txt 2>&1 && grep -q -- "--" help.txt; then pass "$sub --help"; else failed "$sub --help"; fi
 done
@@ -205,6 +216,13 @@ expect_error "a directory as the data file" "data file 'a-directory' is a direct
 expect_error "--resume with fewer steps than the run has" "is already at step 30" "$bin" train --resume --out full --steps 10
 expect_error "unknown --precision" "--precision" "$bin" train "${tiny[@]}" --data corpus.txt --precision fp16 --out bad-precision
 expect_error "a model size the binary is not built for" "not built for a model of 5 layers" "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9
+expect_error "an unbuilt size says how to build it" "configure with -DPOSENC_MODEL_SIZES=" \
+  "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9b
+if "$bin" train --help | grep -q "built for 3 layers × dim 192 × 4 heads, 2 layers × dim 64 × 4 heads\|built for 2 layers × dim 64 × 4 heads"; then
+  pass "train --help lists the model sizes the program is built for"
+else
+  failed "train --help does not list the built sizes: $("$bin" train --help | grep -A2 -- --layers)"
+fi
 expect_error "an existing run without --resume" "already holds a run" "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out full
 expect_error "--resume of a directory that is not a run" "is this a run directory" "$bin" train --resume --out nothing-here
 expect_error "--resume with a conflicting option" "cannot be given with it" "$bin" train --resume --out full --lr 0.1
@@ -222,6 +240,7 @@ expect_error "a zero embedding std" "--embedding-std" "$bin" train "${tiny[@]}" 
 expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
 expect_error "a UTF-8 prompt character outside the vocabulary" "the character 'é' (bytes 0xc3 0xa9) at position 2" \
   "$bin" sample --checkpoint full/model.safetensors --prompt "toé"
+expect_error "a top-p of 0" "--top-p" "$bin" sample --checkpoint full/model.safetensors --top-p 0
 expect_error "a negative --top-k" "--top-k: must be a whole number in [0, 2147483648], got '-3'" \
   "$bin" sample --checkpoint full/model.safetensors --top-k -3
 expect_error "a missing checkpoint" "missing.safetensors" "$bin" sample --checkpoint missing.safetensors

@@ -75,6 +75,23 @@ else
   failed "--embedding-std: $(tail -3 narrow.log) $(tail -3 wide.log)"
 fi
 
+# A grid: two one-step settings × the variant and seed, named by their settings, summarised across.
+if "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,true --out grid > grid.log 2>&1 &&
+   [ "$(ls grid/records | wc -l)" -eq 4 ] && [ -f grid/records/learned-seed1-steps1-init-pytorch-tie_weights-true.json ] &&
+   grep -q "## Each variant across the settings" grid/summary.md &&
+   grep -q "| learned | init=pytorch tie_weights=true | 1 |" grid/summary.md &&
+   python3 -c 'import json,sys; j=json.load(open("grid/summary.json")); sys.exit(0 if len(j["settings"]) == 4 and len(j["across"]) == 3 else 1)' &&
+   "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,true --out grid > grid-again.log 2>&1 &&
+   grep -q "4 finished, 0 to run" grid-again.log; then
+  pass "--grid crosses settings with the variants and seeds, resumes, and summarises each variant across them"
+else
+  failed "--grid: $(tail -5 grid.log)"
+fi
+expect_error "a grid over a setting the study owns" "--grid seed: not a setting a grid can cross" \
+  "$bin" "${one_step[@]}" --grid seed=1,2 --out bad-grid
+expect_error "a grid value its setting cannot take" "--grid init=xavier" \
+  "$bin" "${one_step[@]}" --grid init=normal,xavier --out bad-grid
+
 # Bad input
 expect_error "unknown variant" "unknown positional encoding 'rotary'" "$bin" --variants rope,rotary --out bad
 expect_error "a variant given twice" "--variants: 'rope' is given twice" "$bin" --variants rope,alibi,rope --out bad
@@ -93,6 +110,11 @@ if [ -n "$python" ]; then
     pass "plot_study.py writes the four plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"
+  fi
+  if "$python" "$root/tools/plot_study.py" grid > grid-plot.log 2>&1 && [ -s grid/plots/grid_final_val_loss.png ]; then
+    pass "plot_study.py draws a grid study"
+  else
+    failed "grid plot: $(tail -5 grid-plot.log)"
   fi
 else
   echo "# matplotlib is not installed: the plot script is not exercised"

@@ -1,4 +1,4 @@
-// generate(): sampling text from a model with temperature and top-k, through its key/value cache or by full recompute.
+// generate(): sampling text with temperature, top-k and top-p, through the key/value cache or by full recompute.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,9 @@ namespace posenc {
 struct SamplingOptions {
   double temperature = 0.8;  // 0 picks the most likely token (greedy)
   std::size_t top_k = 40;    // sample among the k most likely tokens; 0 means all
+  // Nucleus sampling (Holtzman et al.), after temperature and top-k as in Hugging Face and
+  // llama.cpp: the fewest most likely tokens whose probability reaches top_p; 1 keeps them all.
+  double top_p = 1.0;
   std::uint64_t seed = 1;
   bool use_cache = true;     // false recomputes the whole window for every token (the reference)
 };
@@ -37,12 +40,18 @@ TokenId sample_token(const Logits& logits, std::size_t V, const SamplingOptions&
     weights[i] = std::exp((static_cast<double>(logits(order[i])) - top) / options.temperature);
     sum += weights[i];
   }
+  std::size_t kept = k;
+  if (options.top_p < 1) {
+    double mass = 0;
+    for (kept = 0; kept < k && mass < options.top_p * sum;) mass += weights[kept++];
+    sum = mass;
+  }
   double u = rng.uniform() * sum;
-  for (std::size_t i = 0; i < k; ++i) {
+  for (std::size_t i = 0; i < kept; ++i) {
     u -= weights[i];
     if (u < 0) return static_cast<TokenId>(order[i]);
   }
-  return static_cast<TokenId>(order[k - 1]);
+  return static_cast<TokenId>(order[kept - 1]);
 }
 
 // Generates `count` tokens after `prompt` and returns them (without the prompt).
@@ -56,6 +65,7 @@ std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, 
   if (prompt.empty()) fail("generate: the prompt is empty; give at least one token");
   if (options.temperature < 0 || !std::isfinite(options.temperature))
     fail("generate: temperature must be a finite number ≥ 0, got ", options.temperature);
+  if (!(options.top_p > 0 && options.top_p <= 1)) fail("generate: top_p must lie in (0, 1], got ", options.top_p);
   const std::size_t window = model.max_context();
   const std::size_t V = model.vocab_size();
   Rng rng(options.seed);

@@ -49,11 +49,13 @@ bool with_model_size(std::size_t layers, std::size_t dim, std::size_t heads, F&&
   }(static_cast<Sizes*>(nullptr));
 }
 
-// The error for a size a program is not built for, naming the sizes it is built for.
+// The error for a size a program is not built for, naming the sizes it is built for and, when
+// the program says, how to build another.
 template <class Sizes>
-[[noreturn]] void fail_unbuilt_model_size(std::size_t layers, std::size_t dim, std::size_t heads) {
+[[noreturn]] void fail_unbuilt_model_size(std::size_t layers, std::size_t dim, std::size_t heads,
+                                          std::string_view how_to_add = {}) {
   fail("this program is not built for a model of ", layers, " layers, dim ", dim, ", ", heads,
-       " heads; it is built for: ", model_sizes_text<Sizes>());
+       " heads; it is built for: ", model_sizes_text<Sizes>(), how_to_add.empty() ? "" : "; ", how_to_add);
 }
 
 }  // namespace posenc

@@ -1,4 +1,4 @@
-// StudyDesign: a study's runs (variants × seeds, extended runs, extrapolation lengths), their plan and validation.
+// StudyDesign: a study's runs (grid points × variants × seeds, extended runs, extrapolation lengths), plan, validation.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/encodings/all.hpp"
+#include "posenc/study/grid.hpp"
 #include "posenc/train/run_config.hpp"
 
 namespace posenc {
@@ -29,32 +30,39 @@ struct StudyDesign {
   // corpus. Its posenc, steps and seed are each run's own (run_config).
   RunConfig run;
   std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
+  // Settings crossed with the variants and seeds: every run is made at every point of the grid
+  // (grid_points), each point's settings applied to `run`. None: one point, `run` itself.
+  std::vector<GridAxis> grid;
 };
 
 struct RunSpec {
   std::string variant;
   std::uint64_t seed = 0;
   std::int64_t steps = 0;
+  GridPoint setting{};  // the grid point; empty without a grid
   std::string id() const {
-    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps);
+    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps) + setting.id_suffix();
   }
 };
 
-// The base runs (every variant × seed), then the extended runs (every variant × extended seed).
+// For each grid point: the base runs (every variant × seed), then the extended runs (every variant
+// × extended seed).
 inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
   std::vector<RunSpec> runs;
-  for (std::uint64_t seed : d.seeds)
-    for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps});
-  if (d.extended_steps > 0)
-    for (std::uint64_t seed : d.extended_seeds)
-      for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps});
+  for (const GridPoint& point : grid_points(d.grid)) {
+    for (std::uint64_t seed : d.seeds)
+      for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps, point});
+    if (d.extended_steps > 0)
+      for (std::uint64_t seed : d.extended_seeds)
+        for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps, point});
+  }
   return runs;
 }
 
 // One run of the design on the corpus whose corpus_digest() is data_digest: a stored run is reused
 // only when its configuration is the same run (RunConfig::same_run).
 inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
-  RunConfig c = d.run;
+  RunConfig c = with_setting(d.run, run.setting);
   c.posenc = run.variant;
   c.train.seed = run.seed;
   c.train.steps = run.steps;
@@ -85,17 +93,30 @@ inline void validate_design(const StudyDesign& d) {
   if (d.steps < 1) fail("--steps ", d.steps, " must be at least 1");
   if (d.extended_steps != 0 && d.extended_steps <= d.steps)
     fail("--extended-steps ", d.extended_steps, " must exceed --steps ", d.steps, " (or be 0)");
-  if (d.extended_steps != 0 && d.run.train.schedule.depends_on_length())
-    fail("--extended-steps ", d.extended_steps, ": an extended run continues its seed's base run, which the '",
-         schedule_kind_name(d.run.train.schedule.kind), "' schedule forbids (it decays over the run's length); "
-         "pass --extended-steps 0, or study the longer runs as --steps");
-  d.run.train.schedule.check(d.steps);
   if (d.extended_steps != 0)
     for (std::uint64_t seed : d.extended_seeds)
       if (std::find(d.seeds.begin(), d.seeds.end(), seed) == d.seeds.end())
         fail("--extended-seeds: ", seed, " is not among --seeds; an extended run continues the base run of its seed");
   for (std::size_t L : d.extrapolate)
     if (L == 0) fail("--extrapolate: a length must be at least 1");
+  for (std::size_t a = 0; a < d.grid.size(); ++a) {
+    for (std::size_t b = 0; b < a; ++b)
+      if (d.grid[b].name == d.grid[a].name) fail("--grid ", d.grid[a].name, ": the setting is given twice");
+    detail::reject_repeats(d.grid[a].values, ("--grid " + d.grid[a].name).c_str());
+  }
+  // every point: its settings exist and make a configuration that can train for the design's steps
+  for (const GridPoint& point : grid_points(d.grid)) {
+    StudyDesign at = d;
+    at.grid.clear();
+    at.run = with_setting(d.run, point);
+    if (at.run.train.schedule.depends_on_length() && d.extended_steps != 0)
+      fail(point.values.empty() ? "" : "--grid " + point.label() + ": ", "--extended-steps ", d.extended_steps,
+           ": an extended run continues its seed's base run, which the '",
+           schedule_kind_name(at.run.train.schedule.kind),
+           "' schedule forbids (it decays over the run's length); pass --extended-steps 0, or study the longer runs "
+           "as --steps");
+    at.run.train.schedule.check(d.steps);
+  }
 }
 
 }  // namespace posenc

@@ -74,7 +74,8 @@ class StudyRunner {
         digest_(corpus_digest(corpus)),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
-    check_training_memory(design_.run, data_.vocab_size());
+    for (const GridPoint& point : grid_points(design_.grid))
+      check_training_memory(with_setting(design_.run, point), data_.vocab_size());
   }
 
   const StudyDesign& design() const { return design_; }
@@ -123,7 +124,7 @@ class StudyRunner {
       resume = true;
     } else if (spec.steps > design_.steps) {
       // The first `steps` of an extended run are the base run (same seed, constant learning rate).
-      const RunSpec base{spec.variant, spec.seed, design_.steps};
+      const RunSpec base{spec.variant, spec.seed, design_.steps, spec.setting};
       const RunDirectory base_run(paths_.run_dir(base));
       if (std::filesystem::exists(paths_.record(base)) && std::filesystem::exists(base_run.optimizer())) {
         std::filesystem::create_directories(run.dir());

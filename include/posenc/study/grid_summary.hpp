@@ -1,0 +1,187 @@
+// summarize_grid(): a grid study's statistics — the variants within each setting, and each variant across settings.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/io/atomic_file.hpp"
+#include "posenc/study/design.hpp"
+#include "posenc/study/grid.hpp"
+#include "posenc/study/record.hpp"
+#include "posenc/study/statistics.hpp"
+#include "posenc/study/summary.hpp"
+
+namespace posenc {
+
+// One variant at one grid point against the same variant at the first point (the baseline),
+// paired by seed over the seeds both have.
+struct SettingComparison {
+  std::string variant;
+  std::string setting, baseline;  // GridPoint::label()
+  std::vector<std::uint64_t> seeds;
+  std::vector<double> val, baseline_val;  // final validation losses, by seed
+  double mean_difference = 0;             // mean of val − baseline_val
+  std::optional<stats::TTest> test;       // paired
+  std::optional<double> p_holm;           // Holm-adjusted over every comparison of the summary
+};
+
+struct GridSummary {
+  StudyDesign design;
+  std::vector<std::pair<GridPoint, StudySummary>> settings;  // the variants compared within each point
+  std::vector<SettingComparison> across;                      // each variant at each point but the first
+};
+
+// The design of one grid point: no grid, the point's settings applied.
+inline StudyDesign design_at(const StudyDesign& design, const GridPoint& point) {
+  StudyDesign at = design;
+  at.grid.clear();
+  at.run = with_setting(design.run, point);
+  return at;
+}
+
+// Whether a record was made at the point: its configuration has the point's value of every axis.
+inline bool made_at(const RunRecord& record, const StudyDesign& at, const GridPoint& point) {
+  const nlohmann::json made = to_json(record.config), wanted = to_json(at.run);
+  for (const auto& [name, value] : point.values)
+    if (made.at(name) != wanted.at(name)) return false;
+  return true;
+}
+
+// Every point's summary (summarize_study over its records), and each variant's final validation
+// loss at every point but the first against the first, paired by seed, Holm-adjusted together.
+inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<RunRecord>& records) {
+  GridSummary g;
+  g.design = design;
+  for (const GridPoint& point : grid_points(design.grid)) {
+    const StudyDesign at = design_at(design, point);
+    std::vector<RunRecord> mine;
+    for (const RunRecord& r : records)
+      if (made_at(r, at, point)) mine.push_back(r);
+    g.settings.emplace_back(point, summarize_study(at, mine));
+  }
+  std::vector<std::optional<double>> p;
+  for (const std::string& variant : design.variants) {
+    const auto by_seed = [&](const StudySummary& s) {
+      std::map<std::uint64_t, double> val;
+      for (const VariantSummary& v : s.variants)
+        if (v.variant == variant)
+          for (std::size_t i = 0; i < v.seeds.size(); ++i) val[v.seeds[i]] = v.val[i];
+      return val;
+    };
+    const std::map<std::uint64_t, double> baseline = by_seed(g.settings.front().second);
+    for (std::size_t k = 1; k < g.settings.size(); ++k) {
+      SettingComparison c;
+      c.variant = variant;
+      c.setting = g.settings[k].first.label();
+      c.baseline = g.settings.front().first.label();
+      for (const auto& [seed, val] : by_seed(g.settings[k].second))
+        if (const auto it = baseline.find(seed); it != baseline.end()) {
+          c.seeds.push_back(seed);
+          c.val.push_back(val);
+          c.baseline_val.push_back(it->second);
+        }
+      if (!c.val.empty()) c.mean_difference = stats::mean(c.val) - stats::mean(c.baseline_val);
+      c.test = stats::paired_t_test(c.val, c.baseline_val);
+      p.push_back(c.test ? std::optional<double>(c.test->p) : std::nullopt);
+      g.across.push_back(std::move(c));
+    }
+  }
+  const auto adjusted = detail::holm(p);
+  for (std::size_t i = 0; i < g.across.size(); ++i) g.across[i].p_holm = adjusted[i];
+  return g;
+}
+
+inline nlohmann::json grid_summary_json(const GridSummary& g) {
+  nlohmann::json grid = nlohmann::json::array();
+  for (const GridAxis& axis : g.design.grid) grid.push_back({{"name", axis.name}, {"values", axis.values}});
+  nlohmann::json settings = nlohmann::json::array();
+  for (const auto& [point, summary] : g.settings) {
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [name, value] : point.values) values[name] = value;
+    settings.push_back({{"setting", point.label()}, {"values", values}, {"summary", summary_json(summary)}});
+  }
+  nlohmann::json across = nlohmann::json::array();
+  for (const SettingComparison& c : g.across)
+    across.push_back({{"variant", c.variant},
+                      {"setting", c.setting},
+                      {"baseline", c.baseline},
+                      {"seeds", c.seeds},
+                      {"val_loss", c.val},
+                      {"baseline_val_loss", c.baseline_val},
+                      {"mean_difference", c.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.mean_difference)},
+                      {"paired_t_test", c.test ? nlohmann::json{{"t", c.test->t}, {"df", c.test->df}, {"p", c.test->p},
+                                                                {"p_holm", detail::optional_json(c.p_holm)}}
+                                               : nlohmann::json(nullptr)}});
+  return {{"grid", grid}, {"settings", settings}, {"across", across}};
+}
+
+// The per-variant rows of every point, each row led by its point's label.
+inline std::string grid_summary_csv(const GridSummary& g) {
+  std::ostringstream out;
+  bool header = true;
+  for (const auto& [point, summary] : g.settings) {
+    std::istringstream rows(summary_csv(summary));
+    std::string line;
+    for (bool first = true; std::getline(rows, line); first = false) {
+      if (first && !header) continue;
+      out << (first ? "setting" : '"' + point.label() + '"') << ',' << line << '\n';
+    }
+    header = false;
+  }
+  return out.str();
+}
+
+inline std::string grid_summary_markdown(const GridSummary& g) {
+  using detail::fixed;
+  std::ostringstream md;
+  md << "# Grid study summary\n\n";
+  for (const GridAxis& axis : g.design.grid)
+    md << "- `" << axis.name << "`: " << detail::join(axis.values, ", ") << "\n";
+  md << "\nEvery variant × seed at each of the " << g.settings.size()
+     << " settings. First each variant across the settings, against `" << g.settings.front().first.label()
+     << "` (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
+     << "## Each variant across the settings\n\n"
+     << "| variant | setting | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const SettingComparison& c : g.across) {
+    md << "| " << c.variant << " | " << c.setting << " | " << c.val.size() << " | ";
+    if (c.val.empty()) {
+      md << "— | — | — | — | — | — |\n";
+      continue;
+    }
+    md << fixed(stats::mean(c.val)) << " | " << fixed(stats::mean(c.baseline_val)) << " | "
+       << (c.mean_difference >= 0 ? "+" : "") << fixed(c.mean_difference) << " | "
+       << (c.test ? fixed(c.test->t, 2) : std::string("—")) << " | "
+       << detail::p_text(c.test ? std::optional<double>(c.test->p) : std::nullopt) << " | "
+       << detail::p_text(c.p_holm) << " |\n";
+  }
+  for (const auto& [point, summary] : g.settings) {
+    md << "\n## Setting " << point.label() << "\n\n";
+    // the point's own summary, its headings one level down
+    std::istringstream lines(summary_markdown(summary));
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.starts_with("# Study summary")) continue;
+      md << (line.starts_with("#") ? "#" : "") << line << '\n';
+    }
+  }
+  return md.str();
+}
+
+// Writes OUT/summary.json, summary.csv and summary.md of a grid study.
+inline void write_grid_summary(const GridSummary& g, const std::filesystem::path& out) {
+  write_file_atomically((out / "summary.json").string(), grid_summary_json(g).dump(2) + "\n");
+  write_file_atomically((out / "summary.csv").string(), grid_summary_csv(g));
+  write_file_atomically((out / "summary.md").string(), grid_summary_markdown(g));
+}
+
+}  // namespace posenc
