@@ -297,6 +297,92 @@ TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the
   }
 }
 
+TEST_CASE("dropout keeps 1 − p of the elements, scaled by 1/(1 − p), the same mask however it is cut") {
+  const std::size_t n = 200000;
+  std::vector<double> x(n, 1.0);
+  const DropoutMask mask{.key = 7, .p = 0.1};
+  dropout(x.data(), n, mask);
+  std::size_t kept = 0;
+  for (double v : x) {
+    REQUIRE((v == 0.0 || v == Approx(1 / 0.9).epsilon(1e-15)));
+    kept += v != 0.0;
+  }
+  CHECK(kept / double(n) == Approx(0.9).margin(0.003));  // binomial sd: 0.0007
+  // two halves with their offsets are the whole
+  std::vector<double> halves(n, 1.0);
+  dropout(halves.data(), n / 2, mask);
+  dropout(halves.data() + n / 2, n / 2, mask, n / 2);
+  CHECK(halves == x);
+  // another key or site is another mask; p = 0 changes nothing
+  std::vector<double> other(n, 1.0);
+  dropout(other.data(), n, mask.at(1));
+  CHECK(other != x);
+  std::vector<double> none(n, 1.0);
+  dropout(none.data(), n, DropoutMask{.key = 7, .p = 0.0});
+  CHECK(none == std::vector<double>(n, 1.0));
+}
+
+template <class P>
+using DropoutModel = CharTransformer<P, 2, 8, 2, double>;
+
+TEMPLATE_TEST_CASE("with dropout, the gradients of a training pass match finite differences of its loss", "", RoPE,
+                   ALiBi, Learned, T5Bias) {
+  const std::size_t V = 7;
+  DropoutModel<TestType> model(ModelConfig{.vocab_size = V, .context = 6, .seed = 3, .dropout = 0.3});
+  perturb_parameters(model, 4);
+  const Tokens x = random_tokens(3, 6, V, 5), y = random_tokens(3, 6, V, 6);
+  const double clean = model.loss(x, y);
+  model.set_dropout_pass(11, 4);  // the pass's masks are fixed: the loss is a function of the parameters
+  const double dropped = model.loss(x, y);
+  CHECK(dropped != clean);
+  model.zero_grad();
+  model.loss(x, y);
+  model.backward();
+  const std::vector<double> analytic(model.gradients().data(), model.gradients().data() + model.parameter_count());
+  auto f = [&] { return model.loss(x, y); };
+  for (const auto& tensor : posenc_test::gradient_check_per_tensor(model.parameter_table(), model.parameters().data(),
+                                                                   analytic.data(), f)) {
+    INFO(TestType::name << ", " << tensor.name << ": relative error " << tensor.error);
+    check_tensor_gradient(tensor);
+  }
+  // evaluation passes have none, and the model without dropout is the same model
+  model.clear_dropout_pass();
+  CHECK(model.loss(x, y) == clean);
+  DropoutModel<TestType> plain(ModelConfig{.vocab_size = V, .context = 6, .seed = 3});
+  perturb_parameters(plain, 4);
+  CHECK(plain.loss(x, y) == clean);
+}
+
+TEST_CASE("dropout masks follow each sequence's place in the batch, not the chunks it is computed in") {
+  const std::size_t V = 7;
+  const Tokens x = random_tokens(5, 6, V, 5), y = random_tokens(5, 6, V, 6);
+  ModelConfig config{.vocab_size = V, .context = 6, .seed = 3, .dropout = 0.2};
+  config.chunk = 2;  // 2 + 2 + 1 sequences
+  DropoutModel<RoPE> chunked(config);
+  config.chunk = 0;
+  DropoutModel<RoPE> whole(config);
+  chunked.set_dropout_pass(3);
+  whole.set_dropout_pass(3);
+  CHECK(chunked.loss(x, y) == Approx(whole.loss(x, y)).epsilon(1e-13));
+  // sequences 2… of a batch are the same as the batch's rows 2… given as their own batch at first_sequence 2
+  Tokens x_tail({3, 6}), y_tail({3, 6});
+  for (std::size_t b = 0; b < 3; ++b)
+    for (std::size_t t = 0; t < 6; ++t) {
+      x_tail(b, t) = x(b + 2, t);
+      y_tail(b, t) = y(b + 2, t);
+    }
+  whole.set_dropout_pass(3, 2);
+  const double tail = whole.loss(x_tail, y_tail);
+  whole.set_dropout_pass(3, 0);
+  const Tensor<double, 3> logits = whole.forward(x);
+  whole.set_dropout_pass(3, 2);
+  const Tensor<double, 3> tail_logits = whole.forward(x_tail);
+  CHECK(tail_logits(0, 5, 1) == Approx(logits(2, 5, 1)).epsilon(1e-13));
+  CHECK(std::isfinite(tail));
+  CHECK_THROWS_WITH(DropoutModel<RoPE>(ModelConfig{.vocab_size = V, .context = 6, .dropout = 1.0}),
+                    "CharTransformer: dropout must lie in [0, 1), got 1");
+}
+
 TEST_CASE("FIRE's gradients match finite differences for queries on both sides of its threshold L") {
   // L starts at a quarter of the context 6, 1.5 (times the perturbed multiplier): queries 0 and 1
   // share their rows by distance, queries 2.. normalise by ψ(i) and take the per-row path.

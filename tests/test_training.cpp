@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
+
+#include "thread_counts.hpp"
 
 using namespace posenc;
 
@@ -178,14 +181,14 @@ TEST_CASE("gradient accumulation equals the large batch to rounding") {
   // ±lr, which would hide a real difference behind a loose tolerance.
   using Double = CharTransformer<RoPE, 1, 8, 2, double>;
   const CharDataset data(corpus());
-  for (const std::size_t accum : {2, 4}) {
-    DYNAMIC_SECTION(accum << " micro-batches") {
+  for (const auto& [accum, dropout] : std::vector<std::pair<std::size_t, double>>{{2, 0.0}, {4, 0.0}, {2, 0.2}}) {
+    DYNAMIC_SECTION(accum << " micro-batches, dropout " << dropout) {
       TrainConfig large = small_config();
       large.max_grad_norm = 1.0;  // clipping sees the whole step's gradient
       TrainConfig micro = large;
       micro.batch = large.batch / accum;
       micro.grad_accum = accum;
-      const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+      const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .dropout = dropout};
       Double a(model_config), b(model_config);
       std::vector<StepReport> large_reports, micro_reports;
       Trainer<Double>(a, data, large).run([&](const StepReport& r) { large_reports.push_back(r); },
@@ -266,4 +269,19 @@ TEST_CASE("bad training settings are errors naming the setting") {
   CHECK(error([](TrainConfig& c) { c.schedule.warmup_steps = 5; }) == "--warmup-steps 5 exceeds the run's 4 steps");
   CHECK(error([](TrainConfig& c) { c.beta2 = 1.0; }) == "AdamW: betas must lie in [0, 1), got (0.9, 1)");
   CHECK(error([](TrainConfig& c) { c.eps = 0; }) == "AdamW: eps must be positive, got 0");
+}
+
+TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and differs from training without") {
+  posenc_test::ThreadCounts restore;
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  const auto trained = [&](int threads, double dropout) {
+    set_num_threads(threads);
+    Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .dropout = dropout});
+    train(model, data, config);
+    return parameters_of(model);
+  };
+  const auto one = trained(1, 0.1);
+  CHECK(trained(2, 0.1) == one);
+  CHECK(trained(1, 0.0) != one);
 }

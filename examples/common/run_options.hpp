@@ -103,6 +103,10 @@ class RunOptions {
                        "pytorch (each PyTorch module's default: nn.Linear's uniform weights and biases, nn.Embedding "
                        "N(0, 1); Kerple's and FIRE's as their authors' code)")
             ->check(CLI::IsMember({"normal", "pytorch"})));
+    add(app.add_option("--dropout", run.dropout,
+                       "nanoGPT's dropout probability on the embeddings, the attention probabilities and both "
+                       "residual branches, in training only")
+            ->check(number_in(0, 0.999, "a number in [0, 1)")));
     add(app.add_flag("--tie-weights", run.tie_weights,
                      "lm_head.weight is the token embedding, as nanoGPT (vocabulary × dim fewer parameters)"),
         "");

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   app.add_option("--grid", grid,
                  "NAME=V1,V2,...: run every variant and seed at each value of a training setting, named by its key "
                  "in a run's config.json (lr, lr_schedule, warmup_steps, grad_clip, grad_accum, weight_decay_scope, "
-                 "init, tie_weights, embedding_std, batch, ...; 'none' for no value); several --grid cross");
+                 "init, tie_weights, dropout, embedding_std, batch, ...; 'none' for no value); several --grid cross");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& done) {

@@ -58,6 +58,6 @@ for policy in $policies; do
 done
 # a tied lm_head (no lm_head.weight in the file), PyTorch's initialisation, and the training settings
 "$bin" train --posenc kerple "${small_run[@]}" --tie-weights --init pytorch --lr-schedule cosine \
-  --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --out kerple-tied > /dev/null 2>&1
+  --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --dropout 0.1 --out kerple-tied > /dev/null 2>&1
 cross_check kerple-tied kerple 64
 finish

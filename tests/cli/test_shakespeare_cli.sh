@@ -78,7 +78,7 @@ fi
 # The training settings (schedule, clipping, accumulation, decay scope, initialisation, tying) are
 # kept in config.json and the checkpoints: --resume continues them to the uninterrupted run's bits.
 settings=(--lr-schedule wsd --warmup-steps 4 --decay-fraction 0.5 --grad-clip 0.5 --grad-accum 2 --decay-on matrices
-          --beta2 0.95 --init pytorch --tie-weights)
+          --beta2 0.95 --init pytorch --tie-weights --dropout 0.1)
 "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 "${settings[@]}" --out settings > settings.log 2>&1
 "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 "${settings[@]}" --out settings-resumed > /dev/null 2>&1 &
 pid=$!
@@ -90,7 +90,8 @@ if "$bin" train --resume --out settings-resumed > settings-resume.log 2>&1 &&
 import json, struct, sys
 c = json.load(open(sys.argv[1]))
 want = {"lr_schedule": "wsd", "warmup_steps": 4, "decay_fraction": 0.5, "grad_clip": 0.5, "grad_accum": 2,
-        "weight_decay_scope": "matrices", "beta2": 0.95, "init": "pytorch", "tie_weights": True, "embedding_std": 1.0}
+        "weight_decay_scope": "matrices", "beta2": 0.95, "init": "pytorch", "tie_weights": True, "embedding_std": 1.0,
+        "dropout": 0.1}
 assert all(c[k] == v for k, v in want.items()), {k: c[k] for k in want}
 f = open(sys.argv[2], "rb")
 header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))

@@ -143,6 +143,7 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("seed", std::to_string(seed));
   writer.add_metadata("precision", precision_name(model.config().precision));
   writer.add_metadata("tie_weights", model.config().tie_weights ? "true" : "false");
+  writer.add_metadata("dropout", std::to_string(model.config().dropout));  // of training; evaluation has none
   for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
   for (const ParameterInfo& e : model.parameter_table().entries())
     writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);

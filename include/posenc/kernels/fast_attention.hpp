@@ -5,9 +5,12 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/fast_softmax.hpp"
 #include "posenc/kernels/gemm.hpp"
 #include "posenc/kernels/parallel.hpp"
@@ -22,11 +25,31 @@ inline constexpr std::size_t attention_block = 16;
 // (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; with
 // `bias_parameters` (the hooks' has_bias_parameters) also one (H, T, T) sum over the thread's
 // sequences of the score gradients, which is all a bias parameter's gradient needs (a bias
-// depends on head, query and key, never on the sequence).
+// depends on head, query and key, never on the sequence); with `dropout`, one more
+// (attention_block, T) block of dropped probabilities.
 inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H, std::size_t threads,
-                                          bool bias_parameters) {
-  return threads * (attention_block * T + 2 * T * (C / H) + (bias_parameters ? H * T * T : 0));
+                                          bool bias_parameters, bool dropout = false) {
+  return threads * ((dropout ? 2 : 1) * attention_block * T + 2 * T * (C / H) + (bias_parameters ? H * T * T : 0));
 }
+
+// Dropout of the attention probabilities (nanoGPT's attn_dropout): the probability of key j for
+// query i in head h of sequence first_sequence + b is masked by element ((s·H + h)·T + i)·T + j.
+struct AttentionDropout {
+  DropoutMask mask;
+  std::uint64_t first_sequence = 0;
+
+  // to[r, j] = from[r, j]·m/(1 − p) for the rows × keys entries of the block of queries i0… (row
+  // stride T) of head h of sequence b: the dropped probabilities from a, or in place the gradient
+  template <std::floating_point S>
+  void apply(S* to, const S* from, std::size_t b, std::size_t h, std::size_t i0, std::size_t rows,
+             std::size_t keys, std::size_t T, std::size_t H) const {
+    const S scale = mask.scale<S>();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::uint64_t base = (((first_sequence + b) * H + h) * T + i0 + r) * T;
+      for (std::size_t j = 0; j < keys; ++j) to[r * T + j] = mask.keeps(base + j) ? from[r * T + j] * scale : S(0);
+    }
+  }
+};
 
 // As posenc::attention_forward: out (B,T,C), att (B,H,T,T), qkv (B,T,3C) with q and k rotated in
 // place when the hooks rotate. Differences: att holds the softmax only at and below the diagonal
@@ -35,10 +58,13 @@ inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::siz
 // (they are const reads in every policy posenc ships).
 template <std::floating_point S, class Hooks>
 void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std::size_t C,
-                       std::size_t H, const Hooks& hooks, bool causal = true) {
+                       std::size_t H, const Hooks& hooks, bool causal = true, const AttentionDropout& dropout = {}) {
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  // each thread's (attention_block, T) block of dropped probabilities; att keeps the softmax, which
+  // the backward needs whole
+  std::vector<S> dropped(dropout.mask.active() ? max_parallel_threads() * attention_block * T : 0);
   parallel_for_each(B * H, [&](std::size_t bh) {
     const std::size_t b = bh / H, h = bh % H;
     S* q = qkv + b * T * C3 + h * hd;
@@ -60,9 +86,14 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
         softmax_row(row, n);
         std::fill(row + n, row + keys, S(0));  // masked keys inside the block get no weight
       }
-      // y = a·v
-      gemm<S>(false, false, rows, hd, keys, S(1), ablock, T, v, C3, S(0),
-              out + (b * T + i0) * C + h * hd, C);
+      // y = a·v, with a dropped when training with dropout
+      const S* probs = ablock;
+      if (dropout.mask.active()) {
+        S* block = dropped.data() + parallel_thread_index() * attention_block * T;
+        dropout.apply(block, ablock, b, h, i0, rows, keys, T, H);
+        probs = block;
+      }
+      gemm<S>(false, false, rows, hd, keys, S(1), probs, T, v, C3, S(0), out + (b * T + i0) * C + h * hd, C);
     }
   });
 }
@@ -75,12 +106,12 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
 template <std::floating_point S, class Hooks>
 void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
                         std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
-                        bool causal = true, bool overwrite = false) {
+                        bool causal = true, bool overwrite = false, const AttentionDropout& dropout = {}) {
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
   const std::size_t threads = max_parallel_threads();
-  const std::size_t per_thread = attention_block * T + 2 * T * hd;
+  const std::size_t per_thread = (dropout.mask.active() ? 2 : 1) * attention_block * T + 2 * T * hd;
   // (threads, H, T, T): each thread's sum of ds over its sequences, for the bias parameters
   S* const dbias_all = scratch + threads * per_thread;
   if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
@@ -90,6 +121,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     S* dscores = scratch + thread * per_thread;     // (attention_block, T)
     S* dq_rotated = dscores + attention_block * T;  // (T, hd)
     S* dk_rotated = dq_rotated + T * hd;            // (T, hd)
+    S* dropped = dk_rotated + T * hd;               // (attention_block, T), with dropout
     const S* q = qkv + b * T * C3 + h * hd;
     const S* k = q + C;
     const S* v = q + 2 * C;
@@ -111,9 +143,16 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       const std::size_t rows = std::min(attention_block, T - i0);
       const std::size_t keys = causal ? i0 + rows : T;
       const S* ablock = a + i0 * T;
-      // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy
+      // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy; with dropout y = (a ⊙ m)·v, so dv takes the dropped
+      // a and da the mask: da = (dy·vᵀ) ⊙ m
       gemm<S>(false, true, rows, keys, hd, S(1), dy + i0 * C, C, v, C3, S(0), dscores, T);
-      gemm<S>(true, false, keys, hd, rows, S(1), ablock, T, dy + i0 * C, C, S(1), dv, C3);
+      const S* probs = ablock;
+      if (dropout.mask.active()) {
+        dropout.apply(dropped, ablock, b, h, i0, rows, keys, T, H);
+        dropout.apply(dscores, dscores, b, h, i0, rows, keys, T, H);
+        probs = dropped;
+      }
+      gemm<S>(true, false, keys, hd, rows, S(1), probs, T, dy + i0 * C, C, S(1), dv, C3);
       // a = softmax(s) row by row  →  ds = a ⊙ (da − Σ a·da), zero past the mask
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t n = causal ? i0 + r + 1 : T;

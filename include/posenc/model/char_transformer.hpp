@@ -14,6 +14,7 @@
 #include "posenc/config.hpp"
 #include "posenc/encodings/concept.hpp"
 #include "posenc/kernels/cross_entropy.hpp"
+#include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/embedding.hpp"
 #include "posenc/kernels/fast_cross_entropy.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
@@ -45,6 +46,10 @@ struct ModelConfig {
   // lm_head.weight is transformer.wte.weight, as nanoGPT ties them: vocab_size × Dim fewer
   // parameters, and the table's gradient is the sum of both uses. lm_head keeps its bias.
   bool tie_weights = false;
+  // nanoGPT's dropout probability, at its four places (the embeddings, the attention probabilities,
+  // each branch's output before its residual add), applied only in training passes (see
+  // CharTransformer::set_dropout_pass); never in evaluation or generation.
+  double dropout = 0;
   // Sequences per forward/backward pass: a batch of B is processed in ⌈B/chunk⌉ passes, so the
   // saved activations (most of the memory) are those of `chunk` sequences whatever B is, and
   // evaluation keeps only one chunk's. Gradients are the batch's either way (up to rounding).
@@ -163,6 +168,18 @@ class CharTransformer {
     return view_of<const S>(ws_.step_logits.data(), {vocab_size()});
   }
 
+  // Makes the following loss/backward passes training passes, with dropout masks drawn from the
+  // model's seed, `pass` (a trainer passes its step) and each sequence's index in the pass's whole
+  // batch: the batch given to a loss is its sequences first_sequence…, so micro-batches and
+  // data-parallel shards of one step draw the masks the whole batch would. No effect with
+  // ModelConfig::dropout 0.
+  void set_dropout_pass(std::uint64_t pass, std::uint64_t first_sequence = 0) {
+    dropout_ = config_.dropout > 0 ? DropoutMask{config_.seed, config_.dropout}.at(pass) : DropoutMask{};
+    dropout_first_sequence_ = first_sequence;
+  }
+  // Back to evaluation passes: no dropout.
+  void clear_dropout_pass() { dropout_ = {}; }
+
   void zero_grad() {
     POSENC_PROFILE_SCOPE("optimizer: zero_grad");
     store_.grads.fill(S(0));
@@ -220,6 +237,7 @@ class CharTransformer {
     BlockScratch<S> scratch;
   };
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  static constexpr std::uint64_t embedding_site = 0;  // block l's masks are at site 1 + l
 
   static ModelConfig checked(const ModelConfig& c) {
     if (c.vocab_size == 0) fail("CharTransformer: vocab_size must be positive");
@@ -229,6 +247,8 @@ class CharTransformer {
     if (c.max_context != 0 && c.max_context < c.context)
       fail("CharTransformer: max_context ", c.max_context, " is shorter than the context ",
            c.context);
+    if (!(c.dropout >= 0 && c.dropout < 1))
+      fail("CharTransformer: dropout must lie in [0, 1), got ", c.dropout);
     if (!(std::isfinite(c.embedding_std) && c.embedding_std > 0))
       fail("CharTransformer: embedding_std must be a positive finite number, got ", c.embedding_std);
     if (c.precision == Precision::bf16) {
@@ -310,10 +330,13 @@ class CharTransformer {
     const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
     const auto& p = store_.values;
     S* logits = ws_.logits.data() + b0 * T * V;
-    profiled("forward: embedding", [&] { embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
-                                         position_.positions(store_, T), n, T, Dim, V); });
+    const std::uint64_t first_sequence = dropout_first_sequence_ + b0;
+    profiled("forward: embedding", [&] {
+      embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_], position_.positions(store_, T), n, T, Dim, V);
+      dropout(residual(0), n * T * Dim, dropout_.at(embedding_site), first_sequence * T * Dim);
+    });
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T);
+      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T, dropout_.at(1 + l), first_sequence);
     profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
                                          ws_.lnf_rstd.data(), residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
     profiled("forward: linear lm_head", [&] {
@@ -361,12 +384,13 @@ class CharTransformer {
     for (std::size_t l = Layers; l-- > 0;) {
       profiled("backward: zero scratch", [&] { std::fill(ws_.dx_next.begin(),
                                                ws_.dx_next.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0)); });
-      blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch,
-                          store_, n, T);
+      blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch, store_, n, T,
+                          dropout_.at(1 + l), dropout_first_sequence_ + b0);
       std::swap(ws_.dx, ws_.dx_next);
     }
-    // x[0] = wte[inputs] + position table
+    // x[0] = dropout(wte[inputs] + position table)
     profiled("backward: embedding", [&] {
+      dropout(ws_.dx.data(), N * Dim, dropout_.at(embedding_site), (dropout_first_sequence_ + b0) * T * Dim);
       embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim);
     });
   }
@@ -380,6 +404,8 @@ class CharTransformer {
   ParameterStore<S> store_;
   std::size_t max_context_ = 0;
   Workspace ws_;
+  DropoutMask dropout_;  // of the current training pass; inactive outside them
+  std::uint64_t dropout_first_sequence_ = 0;
 };
 
 }  // namespace posenc

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
 #include "posenc/kernels/attention.hpp"
+#include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/fast_attention.hpp"
 #include "posenc/kernels/fast_gelu.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
@@ -50,7 +52,7 @@ struct BlockActivations {
 template <std::floating_point S>
 struct BlockScratch {
   std::vector<S> dres1;      // (N,D)
-  std::vector<S> small;      // (N,D)
+  std::vector<S> small;      // (N,D); first the dropped gradient of the MLP's output, with dropout
   std::vector<S> big;        // (N,4D)
   // fast::attention_scratch_size(T, D, H, threads, the hooks' has_bias_parameters): sized by
   // DecoderBlock::backward, which knows the hooks and the thread count at the moment it runs
@@ -109,19 +111,25 @@ class DecoderBlock {
         precision_(precision) {}
 
   // out (B,T,D), inp (B,T,D). The training path: posenc::fast kernels, which tests/
-  // test_fast_kernels.cpp checks against the reference kernels.
+  // test_fast_kernels.cpp checks against the reference kernels. With an active `dropout` (this
+  // layer's mask of a training pass; the batch's sequences are first_sequence…), nanoGPT's three
+  // dropouts: the attention probabilities, and each branch's output before its residual add.
   void forward(S* out, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
-               std::size_t T) {
+               std::size_t T, const DropoutMask& dropout = {}, std::uint64_t first_sequence = 0) {
     const std::size_t N = B * T;
     const auto& p = store.values;
+    const std::uint64_t first = first_sequence * T * Dim;  // the batch's first element in the residual masks
     profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(),
                                          act.ln1_rstd.data(), inp, p[w_.ln_1_w], p[w_.ln_1_b], N, Dim); });
     profiled("forward: linear qkv", [&] { fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w],
                                           p[w_.c_attn_b], N, Dim, 3 * Dim, precision_); });
     profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T,
-                                         Dim, Heads, position_.bind(store, T), causal_); });
+                                         Dim, Heads, position_.bind(store, T), causal_,
+                                         fast::AttentionDropout{dropout.at(attention_site), first_sequence}); });
     profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
                                                 p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_); });
+    profiled("forward: dropout", [&] { posenc::dropout(act.res1.data(), N * Dim, dropout.at(attention_output_site),
+                                       first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i]; });
     profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(),
                                          act.ln2_rstd.data(), act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim); });
@@ -130,13 +138,17 @@ class DecoderBlock {
     profiled("forward: gelu", [&] { fast::gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim); });
     profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w],
                                                p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
+    profiled("forward: dropout", [&] { posenc::dropout(out, N * Dim, dropout.at(mlp_output_site), first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
   }
 
-  // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them
+  // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them, with the
+  // forward's dropout
   void backward(S* dinp, const S* dout, const S* inp, const Activations& act, Scratch& sc,
-                ParameterStore<S>& store, std::size_t B, std::size_t T) {
+                ParameterStore<S>& store, std::size_t B, std::size_t T, const DropoutMask& dropout = {},
+                std::uint64_t first_sequence = 0) {
     const std::size_t N = B * T;
+    const std::uint64_t first = first_sequence * T * Dim;
     const auto& p = store.values;
     auto& g = store.grads;
     // Every scratch gradient below is written whole by the first kernel that produces it (the
@@ -144,9 +156,17 @@ class DecoderBlock {
     S* dfch = sc.big.data();     // dfch_gelu, then dfch in place
     S* dqkv = sc.big.data();     // once dfch is consumed
     S* dsmall = sc.small.data(); // dln2, then datty, then dln1
-    // out = res1 + mlp_proj(gelu(fc(ln2(res1))))
+    // out = res1 + dropout(mlp_proj(gelu(fc(ln2(res1)))))
     std::copy(dout, dout + N * Dim, sc.dres1.begin());
-    profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dout,
+    const S* dmlp = dout;  // the gradient of mlp_proj's output
+    if (dropout.active()) {
+      profiled("backward: dropout", [&] {
+        std::copy(dout, dout + N * Dim, dsmall);
+        posenc::dropout(dsmall, N * Dim, dropout.at(mlp_output_site), first);
+      });
+      dmlp = dsmall;
+    }
+    profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dmlp,
                                                 act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
                                                 precision_); });
     profiled("backward: gelu",
@@ -156,8 +176,10 @@ class DecoderBlock {
     profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
                                           act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
                                           Dim); });
-    // res1 = inp + attn_proj(attention(c_attn(ln1(inp))))
+    // res1 = inp + dropout(attn_proj(attention(c_attn(ln1(inp)))))
     profiled("backward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i]; });
+    profiled("backward: dropout", [&] { posenc::dropout(sc.dres1.data(), N * Dim, dropout.at(attention_output_site),
+                                        first); });
     profiled("backward: linear attn proj", [&] { fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b],
                                                  sc.dres1.data(), act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true,
                                                  precision_); });
@@ -166,10 +188,11 @@ class DecoderBlock {
     profiled("backward: attention", [&] {
       auto hooks = position_.bind(store, T);
       const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(),
-                                                              decltype(hooks)::has_bias_parameters);
+                                                              decltype(hooks)::has_bias_parameters, dropout.active());
       if (sc.attention.size() < needed) sc.attention.resize(needed);
-      fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(),
-                               B, T, Dim, Heads, hooks, causal_, true);
+      const fast::AttentionDropout attention_dropout{dropout.at(attention_site), first_sequence};
+      fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(), B, T, Dim, Heads,
+                               hooks, causal_, true, attention_dropout);
     });
     profiled("backward: linear qkv", [&] { fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv,
                                            act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_); });
@@ -207,6 +230,9 @@ class DecoderBlock {
   }
 
  private:
+  // where each dropout of a block takes its mask from (DropoutMask::at)
+  static constexpr std::uint64_t attention_site = 0, attention_output_site = 1, mlp_output_site = 2;
+
   struct Weights {
     Slot ln_1_w, ln_1_b, c_attn_w, c_attn_b, attn_proj_w, attn_proj_b;
     Slot ln_2_w, ln_2_b, c_fc_w, c_fc_b, mlp_proj_w, mlp_proj_b;

@@ -374,6 +374,7 @@ inline std::string describe_training_settings(const RunConfig& run) {
   if (t.weight_decay_scope != published.weight_decay_scope) out << ", weight decay on matrices only";
   if (run.init != InitScheme::normal) out << ", PyTorch's default initialisation";
   if (run.tie_weights) out << ", lm_head tied to the token embedding";
+  if (run.dropout > 0) out << ", dropout " << run.dropout;
   return out.str();
 }
 

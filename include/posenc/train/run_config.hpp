@@ -42,6 +42,7 @@ struct RunConfig {
   double embedding_std = init_std;        // ModelConfig::embedding_std
   InitScheme init = InitScheme::normal;   // ModelConfig::init
   bool tie_weights = false;               // ModelConfig::tie_weights
+  double dropout = 0;                     // ModelConfig::dropout
   Precision precision = Precision::fp32;  // ModelConfig::precision
   std::string data;                       // the corpus's path
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
@@ -51,7 +52,7 @@ struct RunConfig {
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
                        .embedding_std = embedding_std, .init = init, .tie_weights = tie_weights,
-                       .precision = precision};
+                       .dropout = dropout, .precision = precision};
   }
   // Whether two configurations give the same numbers: every field but the corpus's path, so a
   // corpus that moved is the same corpus (its digest says so).
@@ -99,6 +100,7 @@ inline nlohmann::json to_json(const RunConfig& c) {
             {"embedding_std", c.embedding_std},
             {"init", init_scheme_name(c.init)},
             {"tie_weights", c.tie_weights},
+            {"dropout", c.dropout},
             {"precision", precision_name(c.precision)},
             {"data", c.data},
             {"data_digest", c.data_digest}});
@@ -106,8 +108,8 @@ inline nlohmann::json to_json(const RunConfig& c) {
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, and TrainConfig's, see train_config_from_json) takes its default when
-// missing, which is what those runs used; study records kept the corpus's digest under "data".
+// precision, data_digest, init, tie_weights, dropout, and TrainConfig's, see train_config_from_json)
+// takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
 inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view where) {
   try {
@@ -120,6 +122,7 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
     c.embedding_std = j.value("embedding_std", init_std);
     c.init = parse_init_scheme(j.value("init", std::string(init_scheme_name(InitScheme::normal))));
     c.tie_weights = j.value("tie_weights", false);
+    c.dropout = j.value("dropout", 0.0);
     c.precision = parse_precision(j.value("precision", std::string("fp32")));
     c.data = j.at("data").get<std::string>();
     c.data_digest = j.value("data_digest", std::string());

@@ -127,6 +127,8 @@ class Trainer {
     double loss = 0;
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
       sampler_.sample(x_, y_);
+      // the masks of the step's whole batch: micro-batch k holds its sequences k·batch…, a shard first…
+      model_.set_dropout_pass(static_cast<std::uint64_t>(step()), k * config_.batch + first);
       if (group_ == nullptr) {
         loss += static_cast<double>(model_.loss_and_backward(x_, y_));
       } else {
@@ -135,6 +137,7 @@ class Trainer {
         loss += static_cast<double>(model_.loss_and_backward(shard_x_, shard_y_));
       }
     }
+    model_.clear_dropout_pass();  // evaluations that follow see the whole model
     if (weight != 1) {
       POSENC_PROFILE_SCOPE("optimizer: scale gradients");
       auto& grads = model_.store().grads;
