@@ -50,6 +50,21 @@ void check_tensor_gradient(const posenc_test::TensorGradientCheck& tensor) {
   CHECK(tensor.error < gradient_tolerance);
 }
 
+// Backward's gradient of model.loss(x, y), tensor by tensor, against central differences.
+template <class Model>
+void check_model_gradients(Model& model, const Tokens& x, const Tokens& y, const std::string& what) {
+  model.zero_grad();
+  model.loss(x, y);
+  model.backward();
+  const std::vector<double> analytic(model.gradients().data(), model.gradients().data() + model.parameter_count());
+  auto f = [&] { return model.loss(x, y); };
+  for (const auto& tensor : posenc_test::gradient_check_per_tensor(model.parameter_table(), model.parameters().data(),
+                                                                   analytic.data(), f)) {
+    INFO(what << ", " << tensor.name << ": relative error " << tensor.error << ", gradient norm " << tensor.norm);
+    check_tensor_gradient(tensor);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the study's models have the published parameter counts") {
@@ -236,18 +251,7 @@ TEMPLATE_LIST_TEST_CASE("the whole model's gradients match finite differences", 
   perturb_parameters(model, 4);
   const std::size_t T = GENERATE(6, 4);  // the full context and a shorter sequence
   const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
-  model.zero_grad();
-  model.loss(x, y);
-  model.backward();
-  const std::vector<double> analytic(model.gradients().data(),
-                                     model.gradients().data() + model.parameter_count());
-  auto f = [&] { return model.loss(x, y); };
-  for (const auto& tensor : posenc_test::gradient_check_per_tensor(model.parameter_table(), model.parameters().data(),
-                                                                   analytic.data(), f)) {
-    INFO(TestType::name << ", T = " << T << ", " << tensor.name << ": relative error " << tensor.error
-                        << ", gradient norm " << tensor.norm);
-    check_tensor_gradient(tensor);
-  }
+  check_model_gradients(model, x, y, std::string(TestType::name) + ", T = " + std::to_string(T));
 }
 
 TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the sum of both uses") {
@@ -285,16 +289,7 @@ TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the
   CHECK(head_norm > 1e-3);  // both uses contribute
 
   // and by finite differences, every tensor of the tied model
-  tied.zero_grad();
-  tied.loss(x, y);
-  tied.backward();
-  const std::vector<double> analytic(tied.gradients().data(), tied.gradients().data() + tied.parameter_count());
-  auto f = [&] { return tied.loss(x, y); };
-  for (const auto& tensor :
-       posenc_test::gradient_check_per_tensor(tied.parameter_table(), tied.parameters().data(), analytic.data(), f)) {
-    INFO(tensor.name << ": relative error " << tensor.error);
-    check_tensor_gradient(tensor);
-  }
+  check_model_gradients(tied, x, y, "tied");
 }
 
 TEST_CASE("dropout keeps 1 − p of the elements, scaled by 1/(1 − p), the same mask however it is cut") {
@@ -335,16 +330,7 @@ TEMPLATE_TEST_CASE("with dropout, the gradients of a training pass match finite 
   model.set_dropout_pass(11, 4);  // the pass's masks are fixed: the loss is a function of the parameters
   const double dropped = model.loss(x, y);
   CHECK(dropped != clean);
-  model.zero_grad();
-  model.loss(x, y);
-  model.backward();
-  const std::vector<double> analytic(model.gradients().data(), model.gradients().data() + model.parameter_count());
-  auto f = [&] { return model.loss(x, y); };
-  for (const auto& tensor : posenc_test::gradient_check_per_tensor(model.parameter_table(), model.parameters().data(),
-                                                                   analytic.data(), f)) {
-    INFO(TestType::name << ", " << tensor.name << ": relative error " << tensor.error);
-    check_tensor_gradient(tensor);
-  }
+  check_model_gradients(model, x, y, std::string(TestType::name));
   // evaluation passes have none, and the model without dropout is the same model
   model.clear_dropout_pass();
   CHECK(model.loss(x, y) == clean);
@@ -389,16 +375,7 @@ TEST_CASE("FIRE's gradients match finite differences for queries on both sides o
   TinyModel<FIRE> model(7, 6, 3);
   perturb_parameters(model, 4);
   const Tokens x = random_tokens(2, 6, 7, 5), y = random_tokens(2, 6, 7, 6);
-  model.zero_grad();
-  model.loss(x, y);
-  model.backward();
-  const std::vector<double> analytic(model.gradients().data(), model.gradients().data() + model.parameter_count());
-  auto f = [&] { return model.loss(x, y); };
-  for (const auto& tensor : posenc_test::gradient_check_per_tensor(model.parameter_table(), model.parameters().data(),
-                                                                   analytic.data(), f)) {
-    INFO(tensor.name << ": relative error " << tensor.error << ", gradient norm " << tensor.norm);
-    check_tensor_gradient(tensor);
-  }
+  check_model_gradients(model, x, y, "FIRE");
   // The threshold's and c's gradients once more, each a single scalar, with the five-point
   // stencil: its error (h⁴ truncation, ε·loss/h rounding ≈ 1e-11) is far below the 1e-6 asked.
   // The two-point difference at h = 1e-6 had ~4e-10 of rounding alone, 3e-6 of c's 1.2e-4
