@@ -294,3 +294,43 @@ TEST_CASE("a grid study runs every variant and seed at every setting, and its su
   runner.run(runner.pending(), 1, counter, failures);
   CHECK(counter.steps == 0);
 }
+
+// Asks the runs to stop once any of them reaches a step, as Ctrl-C would.
+class StopAt final : public StudyObserver {
+ public:
+  explicit StopAt(std::int64_t step) : step_(step) {}
+  void step(std::size_t, const StepReport& r) override {
+    if (r.step >= step_) stop_ = true;
+  }
+  bool stop_requested() override { return stop_; }
+
+ private:
+  std::int64_t step_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_CASE("a study asked to stop saves its runs in progress, starts no other, and resumes them exactly") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir stopped("study-runner-stopped"), whole("study-runner-unstopped");
+  StudyDesign d = tiny_design();
+  d.variants = {"rope"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  d.extrapolate.clear();
+  const StudyRunner runner(d, stopped.path, corpus(), make_any_model<TinySizes>);
+  StopAt stop(4);
+  StudyFailures failures;
+  runner.run(runner.pending(), 1, stop, failures);
+  CHECK(failures.list().empty());  // asked for: not a failure
+  CHECK(runner.pending().size() == 2);
+  CHECK(std::filesystem::exists(runner.paths().run_dir(runner.plan()[0]) / "checkpoint-step000004.safetensors"));
+  CHECK_FALSE(std::filesystem::exists(runner.paths().run_dir(runner.plan()[1])));  // never started
+  StudyObserver quiet;
+  runner.run(runner.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const StudyRunner reference(d, whole.path, corpus(), make_any_model<TinySizes>);
+  reference.run(reference.pending(), 1, quiet, failures);
+  check_same_numbers(*load_record(runner.paths().record(runner.plan()[0])),
+                     *load_record(reference.paths().record(reference.plan()[0])));
+}

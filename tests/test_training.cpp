@@ -285,3 +285,42 @@ TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and dif
   CHECK(trained(2, 0.1) == one);
   CHECK(trained(1, 0.0) != one);
 }
+
+TEST_CASE("a run asked to stop saves the step it is at, and resumes to the uninterrupted run's bits") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 9;
+  config.eval_every = 3;
+  config.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 2};
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-stop";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .dropout = 0.1};
+  Model whole(model_config), stopped(model_config);
+  const auto whole_records = run_training(whole, data, config, RunDirectory(base / "whole"), false);
+
+  TrainingCallbacks stop_at_4;
+  std::int64_t steps_seen = 0;
+  stop_at_4.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+  stop_at_4.should_stop = [&] { return steps_seen == 4; };
+  const RunDirectory split(base / "split");
+  try {
+    run_training(stopped, data, config, split, false, stop_at_4);
+    FAIL("run_training did not stop");
+  } catch (const Interrupted& e) {
+    CHECK(e.step() == 4);
+  }
+  CHECK(std::filesystem::exists(split.checkpoint(4)));  // between evaluations: saved where it stopped
+  CHECK(read_eval_log(split.log()).back().step == 3);
+
+  Model resumed(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 99, .dropout = 0.1});
+  const auto records = run_training(resumed, data, config, split, true);
+  CHECK(parameters_of(resumed) == parameters_of(whole));
+  REQUIRE(records.size() == whole_records.size());  // no evaluation was added at the stop
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CHECK(records[i].step == whole_records[i].step);
+    CHECK(records[i].val_loss == whole_records[i].val_loss);
+  }
+  CHECK_FALSE(std::filesystem::exists(split.checkpoint(4)));  // gone once a newer state was saved
+  CHECK(std::filesystem::exists(split.checkpoint(6)));
+  std::filesystem::remove_all(base);
+}

@@ -23,12 +23,14 @@
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
 #include "../common/run_options.hpp"
+#include "../common/stop_signal.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
 namespace shakespeare {
 
 inline constexpr const char* default_data = "data/tinyshakespeare/input.txt";
+inline const char* program_name = "shakespeare";  // argv[0], for the message that says how to resume
 
 struct TrainOptions {
   posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
@@ -154,7 +156,21 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
   if (!root) callbacks = {};  // rank 0 reports for the group
-  const auto records = model->train(data, config.train, run, options.resume, callbacks, group);
+  callbacks.should_stop = examples::stop_requested;
+  examples::stop_on_signals();
+  std::vector<posenc::EvalRecord> records;
+  try {
+    records = model->train(data, config.train, run, options.resume, callbacks, group);
+  } catch (const posenc::Interrupted& stopped) {
+    if (root) {
+      progress.line_break();
+      std::fprintf(stderr, "interrupted at step %lld of %lld; the run is saved: continue it with\n"
+                   "  %s train --resume --out %s\n",
+                   static_cast<long long>(stopped.step()), static_cast<long long>(config.train.steps), program_name,
+                   out.c_str());
+    }
+    return 130;
+  }
   if (!root) return 0;
   progress.line_break();
   const posenc::EvalRecord& last = records.back();
@@ -312,6 +328,7 @@ int main(int argc, char** argv) {
   using namespace shakespeare;
   using namespace examples;
   const examples::World world(argc, argv);  // MPI under mpirun (data-parallel train)
+  program_name = argv[0];
   CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
   app.require_subcommand(1);
   app.fallthrough();  // --threads may also follow the subcommand

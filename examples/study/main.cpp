@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     if (!pending.empty() || world.size() > 1) {
       study::StudyProgress progress(planned, planned - pending.size(), runner.steps_to_train(pending),
                                     world.size() == 1);
+      if (world.size() == 1) examples::stop_on_signals();  // under mpirun, mpirun's own handling
 #if POSENC_WITH_MPI
       if (world.size() > 1) {
         try {
@@ -162,6 +163,10 @@ int main(int argc, char** argv) {
 #else
       runner.run(pending, static_cast<std::size_t>(jobs), progress, failures);
 #endif
+    }
+    if (examples::stop_requested()) {
+      std::fprintf(stderr, "study interrupted: the runs in progress are saved; the same command continues them\n");
+      return 130;
     }
     const std::vector<posenc::RunRecord> records = runner.records(!summary_only, failures);
     std::string markdown;

@@ -14,6 +14,8 @@
 
 #include <posenc/study/runner.hpp>
 
+#include "../common/stop_signal.hpp"
+
 #include "../common/duration.hpp"
 
 namespace study {
@@ -26,6 +28,8 @@ class StudyProgress final : public posenc::StudyObserver {
                 std::string prefix = "")
       : total_(total_runs), done_(done), remaining_steps_(remaining_steps), prefix_(std::move(prefix)),
         terminal_(redraw && ::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
+
+  bool stop_requested() override { return examples::stop_requested(); }
 
   void started(std::size_t worker, const std::string& id) override {
     std::lock_guard lock(mutex_);

@@ -168,13 +168,13 @@ class CharTransformer {
     return view_of<const S>(ws_.step_logits.data(), {vocab_size()});
   }
 
-  // Makes the following loss/backward passes training passes, with dropout masks drawn from the
-  // model's seed, `pass` (a trainer passes its step) and each sequence's index in the pass's whole
+  // Makes the following loss/backward passes training passes, with dropout masks drawn from
+  // `pass` (a trainer's key of its seed and step) and each sequence's index in the pass's whole
   // batch: the batch given to a loss is its sequences first_sequence…, so micro-batches and
   // data-parallel shards of one step draw the masks the whole batch would. No effect with
   // ModelConfig::dropout 0.
   void set_dropout_pass(std::uint64_t pass, std::uint64_t first_sequence = 0) {
-    dropout_ = config_.dropout > 0 ? DropoutMask{config_.seed, config_.dropout}.at(pass) : DropoutMask{};
+    dropout_ = config_.dropout > 0 ? DropoutMask{pass, config_.dropout} : DropoutMask{};
     dropout_first_sequence_ = first_sequence;
   }
   // Back to evaluation passes: no dropout.

@@ -45,6 +45,9 @@ class StudyObserver {
   virtual void eval(std::size_t /*job*/, const EvalRecord&) {}
   // steps_elsewhere: the steps of a run trained where step() was not called (another rank)
   virtual void finished(std::size_t /*job*/, const std::string& /*message*/, std::int64_t /*steps_elsewhere*/ = 0) {}
+  // Asked after every step of every run: true stops the runs there, each saved to be resumed, and
+  // starts no other (a program's Ctrl-C handler answers it).
+  virtual bool stop_requested() { return false; }
 };
 
 // The runs that failed, with what went wrong; safe to add to from several threads.
@@ -142,6 +145,7 @@ class StudyRunner {
     TrainingCallbacks callbacks;
     callbacks.on_step = [&](const StepReport& r) { observer.step(job, r); };
     callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
+    callbacks.should_stop = [&] { return observer.stop_requested(); };
     const auto curve = model->train(data_, config.train, run, resume, callbacks, nullptr);
     RunRecord record;
     record.config = config;
@@ -176,12 +180,15 @@ class StudyRunner {
   // messages (an MPI rank). Several jobs may share `next`.
   void work(std::size_t job, const std::vector<std::size_t>& pending, std::atomic<std::size_t>& next,
             StudyObserver& observer, StudyFailures& failures, const std::string& where = "") const {
-    for (std::size_t i = next++; i < pending.size(); i = next++) {
+    for (std::size_t i = next++; i < pending.size() && !observer.stop_requested(); i = next++) {
       const RunSpec& spec = plan_[pending[i]];
       observer.started(job, spec.id() + where);
       try {
         write_record(execute(spec, observer, job), paths_.record(spec));
         observer.finished(job, "done " + spec.id() + where);
+      } catch (const Interrupted& stopped) {  // asked for: not a failure
+        observer.finished(job, "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) +
+                                   ", saved");
       } catch (const std::exception& e) {
         failures.add(spec.id() + where + ": " + e.what());
         observer.finished(job, "FAILED " + spec.id() + where + ": " + e.what());

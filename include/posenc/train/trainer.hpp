@@ -10,6 +10,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/profile.hpp"
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/evaluation.hpp"
@@ -93,9 +94,11 @@ class Trainer {
 
   // Trains from step() up to config().steps. on_step(StepReport) follows every step;
   // on_eval(EvalRecord) follows an evaluation at step 0 (unless a restored state was saved
-  // there), every eval_every steps, and at the last step.
-  template <class OnStep, class OnEval>
-  void run(OnStep&& on_step, OnEval&& on_eval) {
+  // there), every eval_every steps, and at the last step. After each step (and its evaluation)
+  // should_stop() may end the run early; a process group stops when any of its processes asks.
+  // Returns whether every step was taken.
+  template <class OnStep, class OnEval, class ShouldStop>
+  bool run(OnStep&& on_step, OnEval&& on_eval, ShouldStop&& should_stop) {
     start_ = Clock::now();
     if (step() == 0 && last_evaluated_ != 0) on_eval(evaluate());
     while (step() < config_.steps) {
@@ -105,7 +108,15 @@ class Trainer {
       on_step(StepReport{report.step, report.total, report.loss, report.lr, report.grad_norm, elapsed_seconds(),
                          tokens_per_second()});
       if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
+      double stop = should_stop() ? 1.0 : 0.0;
+      if (group_ != nullptr) group_->sum(&stop, 1);
+      if (stop > 0 && step() < config_.steps) return false;
     }
+    return true;
+  }
+  template <class OnStep, class OnEval>
+  bool run(OnStep&& on_step, OnEval&& on_eval) {
+    return run(on_step, on_eval, [] { return false; });
   }
 
  private:
@@ -125,10 +136,13 @@ class Trainer {
                           static_cast<double>(config_.grad_accum);
     model_.zero_grad();
     double loss = 0;
+    // the dropout masks of the run's seed and this step, whatever model (and initialisation seed)
+    // resumed it
+    const std::uint64_t pass = DropoutMask::mix(config_.seed + DropoutMask::mix(static_cast<std::uint64_t>(step())));
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
       sampler_.sample(x_, y_);
       // the masks of the step's whole batch: micro-batch k holds its sequences k·batch…, a shard first…
-      model_.set_dropout_pass(static_cast<std::uint64_t>(step()), k * config_.batch + first);
+      model_.set_dropout_pass(pass, k * config_.batch + first);
       if (group_ == nullptr) {
         loss += static_cast<double>(model_.loss_and_backward(x_, y_));
       } else {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -101,6 +102,20 @@ inline std::vector<EvalRecord> read_eval_log(const std::string& path) {
 struct TrainingCallbacks {
   std::function<void(const StepReport&)> on_step = [](const StepReport&) {};
   std::function<void(const EvalRecord&)> on_eval = [](const EvalRecord&) {};
+  // Asked after every step: true stops the run there, saved (a program's Ctrl-C handler sets it).
+  std::function<bool()> should_stop = [] { return false; };
+};
+
+// What run_training throws when should_stop ended a run early: the run directory holds the
+// state after `step`, and --resume (resume = true) continues it as if it had never stopped.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(std::int64_t step)
+      : Error("training stopped at step " + std::to_string(step) + " on request, its state saved"), step_(step) {}
+  std::int64_t step() const { return step_; }
+
+ private:
+  std::int64_t step_;
 };
 
 namespace detail {
@@ -121,9 +136,10 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
 }
 }  // namespace detail
 
-// Trains `model` into `run`, or, with resume, continues the run from its latest evaluation: the
-// model, AdamW's state, the sampler's position and the clock are restored, so the losses that
-// follow equal those of an uninterrupted run. Returns every evaluation of the run.
+// Trains `model` into `run`, or, with resume, continues the run from its latest saved state (an
+// evaluation's, or where should_stop stopped it): the model, AdamW's state, the sampler's
+// position and the clock are restored, so the losses that follow equal those of an uninterrupted
+// run. Returns every evaluation of the run; throws Interrupted when should_stop ended it early.
 // With a process group the training is data-parallel (see Trainer): rank 0 alone reads and writes
 // the run's files and sends a restored state to the others; every process calls on_eval (the
 // estimates are the group's) and, but rank 0, returns only the evaluations it took part in.
@@ -136,6 +152,9 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
   if (writes) std::filesystem::create_directories(run.dir());
   Trainer<Model> trainer(model, data, config, group);
   std::vector<EvalRecord> records;
+  // a checkpoint saved where the run was stopped, not at an evaluation: deleted once a newer
+  // state is saved, since pruning only knows the evaluations' checkpoints
+  std::optional<std::int64_t> stopped_at;
   if (resume) {
     std::string sampler_state;
     double elapsed = 0, train = 0;
@@ -149,6 +168,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
       train = std::stod(detail::metadata_field(state, "train_seconds"));
       for (const EvalRecord& r : read_eval_log(run.log()))
         if (r.step <= step) records.push_back(r);  // drop records written after the saved state
+      if (records.empty() || records.back().step != step) stopped_at = step;
     }
     if (shared) detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train);
     trainer.set_last_evaluated_step(trainer.step());  // states are saved at evaluations
@@ -156,24 +176,37 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
     trainer.set_previous_time(elapsed, train);
   }
   const std::map<std::string, std::string> training = {{"training", to_json(config).dump()}};
+  // The checkpoint and the log first, the optimizer state that names their step last: an
+  // interruption anywhere leaves a complete state to resume from (records past it are dropped).
+  auto save_state = [&](std::int64_t step) {
+    save_checkpoint(run.checkpoint(step), model, data.tokenizer(), step, config.seed, training);
+    std::string log;
+    for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
+    write_file_atomically(run.log(), log);
+    save_optimizer_state(run.optimizer(), trainer.optimizer(),
+                         {{"sampler_state", trainer.sampler().rng().state()},
+                          {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
+                          {"train_seconds", std::to_string(trainer.train_seconds())}});
+    run.prune_checkpoints(records);  // only now: the optimizer state names the new checkpoint
+    if (stopped_at && *stopped_at != step) {
+      std::error_code ignored;
+      std::filesystem::remove(run.checkpoint(*stopped_at), ignored);
+      stopped_at.reset();
+    }
+  };
   auto save = [&](const EvalRecord& r) {
     records.push_back(r);
-    if (writes) {
-      // The checkpoint and the log first, the optimizer state that names their step last: an
-      // interruption anywhere leaves a complete state to resume from (records past it are dropped).
-      save_checkpoint(run.checkpoint(r.step), model, data.tokenizer(), r.step, config.seed, training);
-      std::string log;
-      for (const EvalRecord& rec : records) log += to_json(rec).dump() + "\n";
-      write_file_atomically(run.log(), log);
-      save_optimizer_state(run.optimizer(), trainer.optimizer(),
-                           {{"sampler_state", trainer.sampler().rng().state()},
-                            {"elapsed_seconds", std::to_string(trainer.elapsed_seconds())},
-                            {"train_seconds", std::to_string(trainer.train_seconds())}});
-      run.prune_checkpoints(records);  // only now: the optimizer state names the new checkpoint
-    }
+    if (writes) save_state(r.step);
     callbacks.on_eval(r);
   };
-  trainer.run(callbacks.on_step, save);
+  if (!trainer.run(callbacks.on_step, save, callbacks.should_stop)) {
+    const std::int64_t step = trainer.step();
+    if (writes && (records.empty() || records.back().step != step)) {
+      save_state(step);
+      stopped_at = step;
+    }
+    throw Interrupted(step);
+  }
   if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed, training);
   return records;
 }
