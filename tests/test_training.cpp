@@ -324,3 +324,20 @@ TEST_CASE("a run asked to stop saves the step it is at, and resumes to the unint
   CHECK(std::filesystem::exists(split.checkpoint(6)));
   std::filesystem::remove_all(base);
 }
+
+TEST_CASE("a run with no complete state yet (its first save never finished) resumes from the start") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.eval_every = 2;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-no-state";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  Model whole(model_config), again(model_config);
+  const RunDirectory run(base);
+  run_training(whole, data, config, run, false);
+  std::filesystem::remove(run.optimizer());  // what a disk that filled up before the first state was written leaves
+  run_training(again, data, config, run, true);
+  CHECK(parameters_of(again) == parameters_of(whole));
+  CHECK(read_eval_log(run.log()).size() == 3);  // steps 0, 2, 4: the old log replaced, not appended to
+  std::filesystem::remove_all(base);
+}

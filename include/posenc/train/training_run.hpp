@@ -137,7 +137,7 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
 }  // namespace detail
 
 // Trains `model` into `run`, or, with resume, continues the run from its latest saved state (an
-// evaluation's, or where should_stop stopped it): the model, AdamW's state, the sampler's
+// evaluation's, or where should_stop stopped it; none saved yet: from the start): the model, AdamW's state, the sampler's
 // position and the clock are restored, so the losses that follow equal those of an uninterrupted
 // run. Returns every evaluation of the run; throws Interrupted when should_stop ended it early.
 // With a process group the training is data-parallel (see Trainer): rank 0 alone reads and writes
@@ -155,6 +155,13 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
   // a checkpoint saved where the run was stopped, not at an evaluation: deleted once a newer
   // state is saved, since pruning only knows the evaluations' checkpoints
   std::optional<std::int64_t> stopped_at;
+  // The optimizer state is written last and atomically, so it names a complete state or is
+  // missing: when the first save never finished (a full disk, a kill), the run starts over.
+  if (resume) {
+    bool restorable = !writes || std::filesystem::exists(run.optimizer());
+    if (shared) group->broadcast_value(restorable);
+    resume = restorable;
+  }
   if (resume) {
     std::string sampler_state;
     double elapsed = 0, train = 0;
