@@ -137,9 +137,10 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
 }  // namespace detail
 
 // Trains `model` into `run`, or, with resume, continues the run from its latest saved state (an
-// evaluation's, or where should_stop stopped it; none saved yet: from the start): the model, AdamW's state, the sampler's
-// position and the clock are restored, so the losses that follow equal those of an uninterrupted
-// run. Returns every evaluation of the run; throws Interrupted when should_stop ended it early.
+// evaluation's, or where should_stop stopped it; with none saved yet, from the start): the model,
+// AdamW's state, the sampler's position and the clock are restored, so the losses that follow
+// equal those of an uninterrupted run. Returns every evaluation of the run; throws Interrupted
+// when should_stop ended it early.
 // With a process group the training is data-parallel (see Trainer): rank 0 alone reads and writes
 // the run's files and sends a restored state to the others; every process calls on_eval (the
 // estimates are the group's) and, but rank 0, returns only the evaluations it took part in.
@@ -178,7 +179,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
       if (records.empty() || records.back().step != step) stopped_at = step;
     }
     if (shared) detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train);
-    trainer.set_last_evaluated_step(trainer.step());  // states are saved at evaluations
+    trainer.set_last_evaluated_step(trainer.step());  // saved at an evaluation or a stop: not evaluated anew
     trainer.sampler().rng().set_state(sampler_state);
     trainer.set_previous_time(elapsed, train);
   }
