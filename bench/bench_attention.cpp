@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <posenc/transformer.hpp>
@@ -62,6 +64,29 @@ void attention_fwd_bwd(benchmark::State& state) {
       benchmark::Counter(causal_flops(T), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A user's mask written as a bias: keys farther than `window` get −Penalty, the way many write a
+// local mask (−1e4), against the same mask at −30 (e^−30 is still a normal float). Both must cost
+// what ALiBi costs: a large penalty once fed subnormal probabilities into the GEMMs.
+template <int Penalty>
+struct LocalWindowMask {
+  static constexpr std::string_view name = Penalty == 30 ? "window-mask-30" : "window-mask-1e4";
+  static constexpr std::string_view summary = "keys beyond 16 positions get a large negative bias";
+  static constexpr std::size_t window = 16;
+  template <std::floating_point S, std::size_t Dim>
+  using Embedding = NoPositionSignal<S, Dim>;
+  template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
+  struct Attention {
+    Attention(ParameterTable&, std::string_view, std::size_t) {}
+    struct Hooks : FixedBiasHooks {
+      void add_bias(S* row, std::size_t, std::size_t query, std::size_t keys) const {
+        for (std::size_t j = 0; j < keys; ++j)
+          if (relative_distance(query, j) > window) row[j] -= static_cast<S>(Penalty);
+      }
+    };
+    Hooks bind(ParameterStore<S>&, std::size_t) const { return {}; }
+  };
+};
+
 // Every policy of the registry, fast and reference kernels. (Learned and Sinusoidal add their signal
 // to the embeddings and leave attention as NoPE does; ALiBiSingleSlope costs what ALiBi costs.)
 void register_every_policy() {
@@ -69,6 +94,11 @@ void register_every_policy() {
     benchmark::RegisterBenchmark(("attention/fast/" + std::string(P::name)).c_str(), attention_fwd_bwd<P, true>)
         ->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
   });
+  for (const auto& [name, run] :
+       {std::pair{"attention/fast/window-mask-30", &attention_fwd_bwd<LocalWindowMask<30>, true>},
+        std::pair{"attention/fast/window-mask-1e4", &attention_fwd_bwd<LocalWindowMask<10000>, true>}})
+    benchmark::RegisterBenchmark(name, run)->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for_each_policy([]<class P>() {  // the tested ground truth, for the speed-up
     benchmark::RegisterBenchmark(("attention/reference/" + std::string(P::name)).c_str(), attention_fwd_bwd<P, false>)
         ->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();

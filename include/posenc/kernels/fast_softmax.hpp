@@ -58,14 +58,20 @@ template <class V>
     simd::store_partial(row + j, x, r);
     for (std::size_t l = 0; l < r; ++l) sum += x[l];  // only the lanes that hold entries
   }
+  // a probability below the smallest normal float is stored as 0, never as a subnormal
   const float inv = 1.0f / sum;
+  constexpr float smallest = std::numeric_limits<float>::min();
   j = 0;
   for (; j + W <= n; j += W) {
     V x;
     simd::load_v(x, row + j);
-    simd::store_v(row + j, x * inv);
+    x *= inv;
+    simd::store_v(row + j, x < smallest ? V{} : x);
   }
-  for (; j < n; ++j) row[j] *= inv;
+  for (; j < n; ++j) {
+    const float p = row[j] * inv;
+    row[j] = p < smallest ? 0.0f : p;
+  }
   return std::log(sum) + rmax;
 }
 
