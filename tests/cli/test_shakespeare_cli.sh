@@ -115,7 +115,7 @@ fi
 # Ctrl-C (SIGINT) stops the run after its step, saves that step, says how to resume and exits 130;
 # resumed, the run equals an uninterrupted one bit for bit. A second Ctrl-C quits at once, and the
 # run still resumes from its last complete state.
-long=("${tiny[@]}" --data corpus.txt --steps 3000 --lr-schedule cosine --dropout 0.1)
+long=("${tiny[@]}" --data corpus.txt --steps 1000 --lr-schedule cosine --dropout 0.1)
 "$bin" train "${long[@]}" --out sigint-whole > /dev/null 2>&1
 # start_and_signal OUT SIGNALS...: trains into OUT and sends the signals once its first checkpoint exists
 start_and_signal() {
@@ -131,8 +131,8 @@ start_and_signal() {
 start_and_signal sigint INT
 status=$?
 stopped_at=$(python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); print(json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]["optimizer_step"])' sigint/optimizer.safetensors)
-if [ "$status" -eq 130 ] && grep -q "interrupted at step $stopped_at of 3000" sigint.err &&
-   grep -q "train --resume --out sigint" sigint.err && [ "$stopped_at" -gt 0 ] && [ "$stopped_at" -lt 3000 ] &&
+if [ "$status" -eq 130 ] && grep -q "interrupted at step $stopped_at of 1000" sigint.err &&
+   grep -q "train --resume --out sigint" sigint.err && [ "$stopped_at" -gt 0 ] && [ "$stopped_at" -lt 1000 ] &&
    [ -f "sigint/checkpoint-step$(printf %06d "$stopped_at").safetensors" ] &&
    "$bin" train --resume --out sigint > sigint-resume.log 2>&1 && cmp -s sigint/model.safetensors sigint-whole/model.safetensors; then
   pass "Ctrl-C saves the step it stopped at and exits 130; the resumed run equals the uninterrupted one"
