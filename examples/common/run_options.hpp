@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,11 +80,11 @@ class RunOptions {
     add(app.add_option("--beta1", t.beta1, "AdamW's beta1")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
     add(app.add_option("--beta2", t.beta2, "AdamW's beta2")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
     add(app.add_option("--adam-eps", t.eps, "AdamW's epsilon")->check(positive_number));
-    names_.push_back(app.add_option("--grad-clip", grad_clip_,
-                                    "Clip the gradients' global L2 norm to this, as torch.nn.utils.clip_grad_norm_ "
-                                    "(nanoGPT: 1) [none]")
-                         ->check(positive_number)
-                         ->get_name());
+    add(app.add_option("--grad-clip", grad_clip_,
+                       "Clip the gradients' global L2 norm to this, as torch.nn.utils.clip_grad_norm_ (nanoGPT: 1) "
+                       "[none]")
+            ->check(positive_number),
+        false);
     add(app.add_option("--grad-accum", t.grad_accum,
                        "Micro-batches of --batch windows per optimizer step (equal to one batch of their sum)")
             ->check(whole_number_in(1, 1 << 20)));
@@ -97,7 +96,7 @@ class RunOptions {
                        "Std of the token and learned position tables' normal start [0.02; 1, nn.Embedding's, with "
                        "--init pytorch]")
             ->check(positive_number),
-        "");
+        false);
     add(app.add_option("--init", init_,
                        "How tensors start: normal (every weight N(0, 0.02), biases 0: the published study's) or "
                        "pytorch (each PyTorch module's default: nn.Linear's uniform weights and biases, nn.Embedding "
@@ -109,7 +108,7 @@ class RunOptions {
             ->check(number_in(0, 0.999, "a number in [0, 1)")));
     add(app.add_flag("--tie-weights", run.tie_weights,
                      "lm_head.weight is the token embedding, as nanoGPT (vocabulary × dim fewer parameters)"),
-        "");
+        false);
     add(app.add_option("--precision", precision_,
                        "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
@@ -133,11 +132,10 @@ class RunOptions {
   const std::vector<std::string>& names() const { return names_; }
 
  private:
-  // The default shown in --help: the option's value, or `shown` where that would mislead (a
-  // default that depends on another option, said in the description).
-  void add(CLI::Option* option, std::optional<std::string> shown = std::nullopt) {
-    if (!shown) option->capture_default_str();
-    else if (!shown->empty()) option->default_str(*shown);
+  // show_default false where the value would mislead in --help (a default that depends on another
+  // option, or none; the description says it).
+  void add(CLI::Option* option, bool show_default = true) {
+    if (show_default) option->capture_default_str();
     names_.push_back(option->get_name());
   }
   CLI::App& app_;

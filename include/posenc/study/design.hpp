@@ -106,16 +106,14 @@ inline void validate_design(const StudyDesign& d) {
   }
   // every point: its settings exist and make a configuration that can train for the design's steps
   for (const GridPoint& point : grid_points(d.grid)) {
-    StudyDesign at = d;
-    at.grid.clear();
-    at.run = with_setting(d.run, point);
-    if (at.run.train.schedule.depends_on_length() && d.extended_steps != 0)
+    const LearningRateSchedule schedule = with_setting(d.run, point).train.schedule;
+    if (schedule.depends_on_length() && d.extended_steps != 0)
       fail(point.values.empty() ? "" : "--grid " + point.label() + ": ", "--extended-steps ", d.extended_steps,
            ": an extended run continues its seed's base run, which the '",
-           schedule_kind_name(at.run.train.schedule.kind),
+           schedule_kind_name(schedule.kind),
            "' schedule forbids (it decays over the run's length); pass --extended-steps 0, or study the longer runs "
            "as --steps");
-    at.run.train.schedule.check(d.steps);
+    schedule.check(d.steps);
   }
 }
 

@@ -20,6 +20,13 @@ double gradient_norm(const ParameterBuffer<S>& grads) {
   return std::sqrt(sum);
 }
 
+// g ← factor·g for every gradient.
+template <std::floating_point S>
+void scale_gradients(ParameterBuffer<S>& grads, S factor) {
+  S* g = grads.data();
+  for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= factor;
+}
+
 // Returns the norm before clipping. Where it exceeds max_norm, every gradient is multiplied by
 // max_norm / (norm + 1e-6), PyTorch's coefficient; a non-finite norm is left for the caller to see.
 template <std::floating_point S>
@@ -27,11 +34,7 @@ double clip_grad_norm(ParameterBuffer<S>& grads, double max_norm) {
   if (!(max_norm > 0 && std::isfinite(max_norm))) fail("clip_grad_norm: max_norm must be positive, got ", max_norm);
   const double norm = gradient_norm(grads);
   const double coefficient = max_norm / (norm + 1e-6);
-  if (std::isfinite(norm) && coefficient < 1) {
-    const S c = static_cast<S>(coefficient);
-    S* g = grads.data();
-    for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= c;
-  }
+  if (std::isfinite(norm) && coefficient < 1) scale_gradients(grads, static_cast<S>(coefficient));
   return norm;
 }
 

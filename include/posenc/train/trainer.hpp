@@ -154,10 +154,7 @@ class Trainer {
     model_.clear_dropout_pass();  // evaluations that follow see the whole model
     if (weight != 1) {
       POSENC_PROFILE_SCOPE("optimizer: scale gradients");
-      auto& grads = model_.store().grads;
-      const S w = static_cast<S>(weight);
-      S* g = grads.data();
-      for (std::size_t i = 0; i < grads.size(); ++i) g[i] *= w;
+      scale_gradients(model_.store().grads, static_cast<S>(weight));
     }
     return loss * weight;
   }
