@@ -24,6 +24,9 @@ extern "C" inline void request_stop(int signal) {
 inline void stop_on_signals() {
   struct sigaction action {};
   action.sa_handler = request_stop;
+  // system calls the signal interrupts restart rather than fail with EINTR inside a library
+  // (OpenMP's, oneDNN's, MPI's) that may not expect it
+  action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
