@@ -87,6 +87,22 @@ void generate_tokens(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(count), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// generate() far past the window: a model that accepts 1,024 positions (max_context), so 1,000
+// tokens never fill it and 3,000 do; RoPE and ALiBi roll their cache, learned (whose window is its
+// 128-row table) re-encodes the last half window when it is full. Linear cost means 3,000 tokens
+// take about 3× (and, as attention over a full window costs more per token, < 4×) what 1,000 take.
+template <class Policy>
+void generate_past_window(benchmark::State& state) {
+  posenc_bench::setup_threads();
+  StudyTransformer<Policy> model(ModelConfig{.vocab_size = study_vocab, .context = study_context, .max_context = 1024});
+  const auto count = static_cast<std::size_t>(state.range(0));
+  const Tokens p = random_tokens(1, 16, 4);
+  const std::vector<TokenId> prompt(p.begin(), p.end());
+  for (auto _ : state) benchmark::DoNotOptimize(generate(model, prompt, count, {.temperature = 1.0, .seed = 6}));
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(count), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The deterministic full pass over Tiny Shakespeare's validation split (B = 32 windows of 128).
 void evaluate_validation(benchmark::State& state) {
   posenc_bench::setup_threads();
@@ -163,5 +179,27 @@ BENCHMARK(evaluate_validation)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
+
+BENCHMARK_TEMPLATE(generate_past_window, RoPE)
+    ->Name("generate_past_window<RoPE>")
+    ->Arg(1000)
+    ->Arg(3000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_past_window, ALiBi)
+    ->Name("generate_past_window<ALiBi>")
+    ->Arg(1000)
+    ->Arg(3000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK_TEMPLATE(generate_past_window, Learned)
+    ->Name("generate_past_window<Learned>")
+    ->Arg(1000)
+    ->Arg(3000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
 
 BENCHMARK_MAIN();

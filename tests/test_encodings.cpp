@@ -310,3 +310,118 @@ TEST_CASE("xPos: q·k depends only on the offset and decays as ζ^((n−m)/512) 
   unrotate_key(hooks, ub.data(), 77);
   CHECK(dot(ra, b) == Approx(dot(a, ub)).epsilon(1e-12));
 }
+
+namespace {
+
+// q (one head, hd) turned as RoPE turns it at `position`: pair p (dimensions p and p + r/2, or 2p
+// and 2p + 1 when interleaved) by position·base^(−2p/r), r the rotated dimensions, the rest as is.
+std::vector<double> rope_turned(std::vector<double> q, std::size_t position, double base, std::size_t rotated,
+                                bool interleaved) {
+  for (std::size_t p = 0; p < rotated / 2; ++p) {
+    const std::size_t ia = interleaved ? 2 * p : p, ib = interleaved ? 2 * p + 1 : p + rotated / 2;
+    const double angle = static_cast<double>(position) * std::pow(base, -2.0 * static_cast<double>(p) / rotated);
+    const double a = q[ia], b = q[ib];
+    q[ia] = a * std::cos(angle) - b * std::sin(angle);
+    q[ib] = a * std::sin(angle) + b * std::cos(angle);
+  }
+  return q;
+}
+
+// The score of query i and key j in head h by each policy's formula (from its paper or the
+// reference code; the T5 buckets and FIRE's MLP are pinned by their own tests above), when every
+// query of head h is qh and every key kh: content alone scores every pair alike.
+template <class P>
+double formula_score(const std::vector<double>& qh, const std::vector<double>& kh, std::size_t h, std::size_t H,
+                     std::size_t i, std::size_t j, ParameterStore<double>& store,
+                     typename P::template Attention<double, 2, 8>& attention, std::size_t T) {
+  const std::size_t hd = qh.size();
+  const double scale = 1 / std::sqrt(static_cast<double>(hd));
+  const double distance = static_cast<double>(i - j);
+  if constexpr (requires { P::pairing; }) {  // the RoPE family
+    const std::size_t rotated = 2 * static_cast<std::size_t>(P::fraction * static_cast<double>(hd) / 2 + 0.5);
+    const bool interleaved = P::pairing == RopePairing::interleaved;
+    return dot(rope_turned(qh, i, P::base, rotated, interleaved), rope_turned(kh, j, P::base, rotated, interleaved)) *
+           scale;
+  } else if constexpr (std::is_same_v<P, XPos>) {
+    // RoPE (base 10000, rotate-half), then pair p scaled by ζ_p^(i/512) in q and ζ_p^(−j/512) in k
+    std::vector<double> q = rope_turned(qh, i, 10000.0, hd, false), k = rope_turned(kh, j, 10000.0, hd, false);
+    for (std::size_t p = 0; p < hd / 2; ++p) {
+      const double zeta = (2.0 * static_cast<double>(p) / static_cast<double>(hd) + 0.4) / 1.4;
+      for (const std::size_t d : {p, p + hd / 2}) {
+        q[d] *= std::pow(zeta, static_cast<double>(i) / 512);
+        k[d] *= std::pow(zeta, -static_cast<double>(j) / 512);
+      }
+    }
+    return dot(q, k) * scale;
+  } else {
+    const double content = dot(qh, kh) * scale;
+    if constexpr (std::is_same_v<P, ALiBi>)
+      return content - std::pow(2.0, -8.0 * static_cast<double>(h + 1) / static_cast<double>(H)) * distance;
+    else if constexpr (std::is_same_v<P, ALiBiSingleSlope>)
+      return content - std::pow(2.0, -8.0 / static_cast<double>(H)) * distance;
+    else if constexpr (std::is_same_v<P, T5Bias>)
+      return content + store.values.view("relative_attention_bias.weight")(t5_bucket(i - j), h);
+    else if constexpr (std::is_same_v<P, Kerple>) {
+      auto softplus = [](double x) { return std::log1p(std::exp(x)); };
+      const double r1 = softplus(store.values.view("kerple.r1")(h)), r2 = softplus(store.values.view("kerple.r2")(h));
+      return content - r1 * std::log(1 + r2 * distance);
+    } else if constexpr (std::is_same_v<P, FIRE>) {
+      std::vector<double> row(i + 1, 0.0);
+      attention.bind(store, T).add_bias(row.data(), h, i, i + 1);
+      return content + row[j];
+    } else {
+      static_assert(std::is_same_v<P, NoPE> || std::is_same_v<P, Learned> || std::is_same_v<P, Sinusoidal>,
+                    "formula_score: a policy of the registry without its formula here");
+      return content;  // positions enter these only through the embeddings, if at all
+    }
+  }
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("each policy's attention, through the model's kernel, is its formula's, and not NoPE's", "",
+                        AllPolicies) {
+  constexpr std::size_t H = 2, hd = 8, C = H * hd, T = 40, context = 16;
+  auto table = std::make_shared<ParameterTable>();
+  typename TestType::template Attention<double, H, hd> attention(*table, "", context);
+  ParameterStore<double> store(table);
+  store.initialize(40, 1.0, InitScheme::pytorch);  // T5's table and FIRE's MLP far from zero
+  // every query of head h the same vector, every key another, values random
+  const std::vector<double> q = random_vector(C, 41), k = random_vector(C, 42), v = random_vector(T * C, 43);
+  std::vector<double> qkv(T * 3 * C);
+  for (std::size_t t = 0; t < T; ++t) {
+    std::copy(q.begin(), q.end(), qkv.begin() + static_cast<std::ptrdiff_t>(t * 3 * C));
+    std::copy(k.begin(), k.end(), qkv.begin() + static_cast<std::ptrdiff_t>(t * 3 * C + C));
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(t * C), v.begin() + static_cast<std::ptrdiff_t>((t + 1) * C),
+              qkv.begin() + static_cast<std::ptrdiff_t>(t * 3 * C + 2 * C));
+  }
+  std::vector<double> out(T * C), att(H * T * T);
+  fast::attention_forward(out.data(), att.data(), qkv.data(), 1, T, C, H, attention.bind(store, T), true);
+  double worst = 0, farthest_from_uniform = 0;
+  for (std::size_t h = 0; h < H; ++h) {
+    const std::vector<double> qh(q.begin() + static_cast<std::ptrdiff_t>(h * hd),
+                                 q.begin() + static_cast<std::ptrdiff_t>((h + 1) * hd));
+    const std::vector<double> kh(k.begin() + static_cast<std::ptrdiff_t>(h * hd),
+                                 k.begin() + static_cast<std::ptrdiff_t>((h + 1) * hd));
+    for (std::size_t i = 0; i < T; ++i) {
+      std::vector<double> p(i + 1);
+      for (std::size_t j = 0; j <= i; ++j) p[j] = formula_score<TestType>(qh, kh, h, H, i, j, store, attention, T);
+      const double top = *std::max_element(p.begin(), p.end());
+      double sum = 0;
+      for (double& x : p) sum += (x = std::exp(x - top));
+      for (std::size_t j = 0; j <= i; ++j) {
+        const double got = att[(h * T + i) * T + j];
+        worst = std::max(worst, std::abs(got - p[j] / sum));
+        farthest_from_uniform = std::max(farthest_from_uniform, std::abs(got - 1.0 / static_cast<double>(i + 1)));
+      }
+    }
+  }
+  INFO(TestType::name << ": largest difference from the formula " << worst << ", from uniform attention "
+                      << farthest_from_uniform);
+  CHECK(worst < 1e-12);
+  if constexpr (std::is_same_v<TestType, NoPE> || std::is_same_v<TestType, Learned> ||
+                std::is_same_v<TestType, Sinusoidal>)
+    CHECK(farthest_from_uniform < 1e-12);  // their attention sees no position
+  else
+    CHECK(farthest_from_uniform > 0.01);
+}

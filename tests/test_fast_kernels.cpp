@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -125,6 +127,68 @@ TEST_CASE("softmax rows: the 4-wide and the dispatched path against a double-pre
     fast::softmax_row_backward(db.data(), expected.data(), n);
     CHECK(max_error(da, dexpected) < 1e-6);
     CHECK(max_error(db, dexpected) < 1e-6);
+  }
+}
+
+// The largest of |got − want| / (|want| + floor) over the entries, in units of S's epsilon: a
+// relative error, except where want is much smaller than the terms it is the difference of (the
+// formula's 1 + tanh u for very negative x, whose rounding a factor of size floor scales).
+template <class S>
+double max_error_in_eps(const std::vector<S>& got, const std::vector<long double>& want,
+                        const std::vector<long double>& floor) {
+  REQUIRE(got.size() == want.size());
+  long double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<long double>(got[i]) - want[i]) / (std::abs(want[i]) + floor[i]));
+  return static_cast<double>(worst / std::numeric_limits<S>::epsilon());
+}
+
+TEMPLATE_TEST_CASE("GELU, reference and fast, forward and backward, is PyTorch's tanh GELU to a few ulp", "", float,
+                   double) {
+  using S = TestType;
+  // PyTorch's gelu(x, approximate="tanh") and its derivative at a few points (Python, in double,
+  // from the formula with √(2/π) computed from π): a pinned check of the formula and its constants
+  const std::vector<double> points = {-3.0, -1.0, 0.5, 1.0, 2.0};
+  const std::vector<long double> pinned = {-0.0036373920817729943, -0.15880800939172324, 0.34571400982514394,
+                                           0.8411919906082768, 1.954597694087775};
+  const std::vector<long double> pinned_grad = {-0.011584166630969516, -0.08296408384578255, 0.8673699035346424,
+                                                1.0829640838457826, 1.0860992566236183};
+  // and on 4099 points of [−6, 6], the same formula in long double
+  std::vector<double> xs = points;
+  for (std::size_t i = 0; i < 4099; ++i) xs.push_back(-6.0 + 12.0 * static_cast<double>(i) / 4098.0 + 1e-7);
+  const long double k = std::sqrt(2.0L / std::numbers::pi_v<long double>), a = 0.044715L;
+  std::vector<long double> want(xs.size()), want_grad(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const long double x = static_cast<S>(xs[i]);  // the input the kernels see
+    const long double t = std::tanh(k * (x + a * x * x * x));
+    want[i] = i < pinned.size() ? pinned[i] : 0.5L * x * (1 + t);
+    want_grad[i] = i < pinned.size() ? pinned_grad[i]
+                                     : 0.5L * (1 + t) + 0.5L * x * (1 - t * t) * k * (1 + 3 * a * x * x);
+  }
+  const std::vector<S> x(xs.begin(), xs.end()), ones(xs.size(), S(1));
+  std::vector<long double> floor(xs.size()), grad_floor(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const long double ax = std::abs(static_cast<long double>(x[i]));
+    floor[i] = ax / 2;                                   // ½x·(1 + tanh u)
+    grad_floor[i] = (1 + ax * (1 + 3 * a * ax * ax)) / 2;  // ½(1 + tanh u) + ½x·(1 − tanh² u)·k·(1 + 3a·x²)
+  }
+  // 16 ulp: √(2/π) off by 0.09% moves gelu(1) by 2e-4, over 1,000 float ulp in this measure (a
+  // tolerance relative to the largest output let it pass)
+  const double tolerance = 16;
+  std::vector<S> y(x.size()), dx(x.size());
+  gelu_forward(y.data(), x.data(), x.size());
+  CHECK(max_error_in_eps(y, want, floor) < tolerance);
+  gelu_backward(dx.data(), x.data(), ones.data(), x.size());
+  CHECK(max_error_in_eps(dx, want_grad, grad_floor) < tolerance);
+  fast::gelu_forward(y.data(), x.data(), x.size());
+  CHECK(max_error_in_eps(y, want, floor) < tolerance);
+  fast::gelu_backward(dx.data(), x.data(), ones.data(), x.size(), true);
+  CHECK(max_error_in_eps(dx, want_grad, grad_floor) < tolerance);
+  if constexpr (std::is_same_v<S, float>) {  // the 4-wide path, which CPUs without AVX2 take
+    fast::detail::gelu_forward_span<simd::f32x4>(y.data(), x.data(), x.size());
+    CHECK(max_error_in_eps(y, want, floor) < tolerance);
+    fast::detail::gelu_backward_span<simd::f32x4>(dx.data(), x.data(), ones.data(), x.size(), true);
+    CHECK(max_error_in_eps(dx, want_grad, grad_floor) < tolerance);
   }
 }
 
@@ -256,6 +320,26 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
         att_err =
             std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
   CHECK(att_err < tolerance<S>());
+  if (causal) {
+    // the last query of sequence 0 against its keys and values held in a ring that wraps (the
+    // oldest in slot 3): both step kernels give that row of the full forward
+    const CacheWindow window{3 % T, T, T};
+    std::vector<S> keys(T * C), values(T * C), scores(T), step_ref(C), step(C);
+    const std::size_t hd = C / H;
+    for (std::size_t j = 0; j < T; ++j)
+      for (std::size_t h = 0; h < H; ++h) {
+        const auto k = qkv_ref.begin() + static_cast<std::ptrdiff_t>(j * 3 * C + C + h * hd);
+        std::copy_n(k, hd, keys.begin() + (h * T + window.slot(j)) * hd);
+        std::copy_n(k + C, hd, values.begin() + (h * T + window.slot(j)) * hd);
+      }
+    const S* q = qkv_ref.data() + (T - 1) * 3 * C;
+    attention_step_forward(step_ref.data(), scores.data(), q, keys.data(), values.data(), window, C, H, hooks);
+    fast::attention_step_forward(step.data(), scores.data(), q, keys.data(), values.data(), window, C, H, hooks);
+    const std::vector<S> last_row(out_ref.begin() + static_cast<std::ptrdiff_t>((T - 1) * C),
+                                  out_ref.begin() + static_cast<std::ptrdiff_t>(T * C));
+    CHECK(max_error(step_ref, last_row) < tolerance<S>());
+    CHECK(max_error(step, last_row) < tolerance<S>());
+  }
   // backward adds into a non-zero dqkv, and into the bias parameters' gradients (in `grads`)
   auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
   std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters));

@@ -500,9 +500,19 @@ TEMPLATE_LIST_TEST_CASE("every policy but Learned evaluates sequences longer tha
                                                  Catch::Contains("learned position table (4 rows)"));
   } else {
     CHECK(model.max_context() == 16 * context);
-    const auto logits = model.forward(longer);
+    perturb_parameters(model, 16);
+    const Tensor<double, 3> logits = model.forward(longer);
     CHECK(logits.shape()[1] == 3 * context);
     for (double z : logits) REQUIRE(std::isfinite(z));
+    // and position t's logits are those of the sequence cut after t, whatever its length: a policy
+    // that placed positions by the sequence's length (or its end) would differ past the context
+    for (const std::size_t t : {context - 1, context, 2 * context + 1, 3 * context - 2}) {
+      Tokens prefix({1, t + 1});
+      std::copy(longer.begin(), longer.begin() + static_cast<std::ptrdiff_t>(t + 1), prefix.begin());
+      const auto cut = model.forward(prefix);
+      INFO(TestType::name << ", position " << t);
+      for (std::size_t v = 0; v < V; ++v) REQUIRE(cut(0, t, v) == Approx(logits(0, t, v)).epsilon(1e-12));
+    }
   }
 }
 
@@ -606,24 +616,162 @@ TEMPLATE_LIST_TEST_CASE("the key/value cache gives the logits of a full forward,
   CHECK(cache.length() == T);
 }
 
-TEMPLATE_LIST_TEST_CASE("cached and uncached generation give the same tokens, also past the context", "",
-                        AllPolicies) {
+// What generate() with the cache promises past the window, computed from full forwards: for a
+// policy whose cache rolls, with one layer (whose keys and values depend only on their own token
+// and position, so a held key is what a recomputed window would compute), each token from the
+// last `window` tokens; for learned and sinusoidal, each token from the tokens since the last
+// re-encode, which starts the last ⌈window/2⌉ tokens anew whenever the window is full.
+template <class Model>
+std::vector<TokenId> reference_generation(Model& model, std::vector<TokenId> sequence, std::size_t count,
+                                          std::size_t window, const SamplingOptions& options) {
+  Rng rng(options.seed);
+  std::vector<TokenId> generated;
+  std::size_t start = 0;  // the first token the absolute policies' cache holds
+  if (sequence.size() > window) start = sequence.size() - window;
+  for (std::size_t n = 0; n < count; ++n) {
+    if (Model::cache_rolls) start = sequence.size() > window ? sequence.size() - window : 0;
+    else if (sequence.size() - start > window) start = sequence.size() - (window - window / 2);
+    const std::size_t T = sequence.size() - start;
+    Tokens input({1, T});
+    std::copy(sequence.begin() + static_cast<std::ptrdiff_t>(start), sequence.end(), input.begin());
+    const auto logits = model.forward(input);
+    const TokenId next = sample_token([&](std::size_t v) { return logits(0, T - 1, v); }, model.vocab_size(),
+                                      options, rng);
+    sequence.push_back(next);
+    generated.push_back(next);
+  }
+  return generated;
+}
+
+TEMPLATE_LIST_TEST_CASE("cached and uncached generation give the same tokens within the window", "", AllPolicies) {
   const std::size_t V = 9, context = 6;
-  // max_context 10: the non-learned policies continue past the training context, then slide.
-  TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = context, .max_context = 10, .seed = 26});
+  // max_context 12: the non-learned policies continue past the training context
+  TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = context, .max_context = 12, .seed = 26});
   perturb_parameters(model, 27);
   const std::vector<TokenId> prompt = {1, 4, 2};
+  const std::size_t count = model.max_context() - prompt.size() + 1;  // the last token predicted from a full window
   for (const double temperature : {0.0, 0.9}) {
     SamplingOptions cached{.temperature = temperature, .top_k = 5, .seed = 3, .use_cache = true};
     SamplingOptions uncached = cached;
     uncached.use_cache = false;
-    const std::vector<TokenId> a = generate(model, prompt, 20, cached);
-    const std::vector<TokenId> b = generate(model, prompt, 20, uncached);
+    const std::vector<TokenId> a = generate(model, prompt, count, cached);
     INFO(TestType::name << ", temperature " << temperature);
-    CHECK(a == b);
-    CHECK(a.size() == 20);
+    CHECK(a == generate(model, prompt, count, uncached));
+    CHECK(a.size() == count);
   }
   CHECK_THROWS_WITH(generate(model, {}, 5), Catch::Contains("the prompt is empty"));
+  CHECK_THROWS_WITH(generate(model, prompt, 5, {.window = model.max_context() + 1}),
+                    Catch::Contains("exceeds the model's maximum context"));
+}
+
+TEMPLATE_LIST_TEST_CASE("past the window, cached generation predicts each token from the context it promises", "",
+                        AllPolicies) {
+  const std::size_t V = 9, context = 6;
+  CharTransformer<TestType, 1, 8, 2, double> model(
+      ModelConfig{.vocab_size = V, .context = context, .max_context = 12, .seed = 28});
+  perturb_parameters(model, 29);
+  const std::vector<TokenId> prompt = {1, 4, 2, 7, 0, 3, 8};
+  // learned's window is its table (6); the others' 12 by default and 5 when asked, with a prompt
+  // longer than that: 40 tokens reach position 47, past a rolling cache's rebase at 2 × 5 and 2 × 12
+  for (const std::size_t window : {std::size_t{0}, std::size_t{5}}) {
+    for (const double temperature : {0.0, 0.9}) {
+      const SamplingOptions options{.temperature = temperature, .top_k = 5, .seed = 4, .window = window};
+      const std::size_t effective = window == 0 ? model.max_context() : window;
+      INFO(TestType::name << ", window " << effective << ", temperature " << temperature);
+      CHECK(generate(model, prompt, 40, options) == reference_generation(model, prompt, 40, effective, options));
+    }
+  }
+}
+
+// TestType with attention limited to the last W keys (a key at distance ≥ W gets −1e30), in a
+// full forward: what a rolling cache of capacity W computes, for policies whose bias is a function
+// of the distance alone (FIRE's also depends on the query's position, see the one-layer test).
+template <class P, std::size_t W>
+struct SlidingWindowOf {
+  static constexpr std::string_view name = P::name;
+  static constexpr std::string_view summary = "test: a sliding attention window";
+  template <std::floating_point S, std::size_t Dim>
+  using Embedding = typename P::template Embedding<S, Dim>;
+
+  template <std::floating_point S, std::size_t Heads, std::size_t HeadDim>
+  class Attention {
+    using Base = typename P::template Attention<S, Heads, HeadDim>;
+    using BaseHooks = decltype(std::declval<Base&>().bind(std::declval<ParameterStore<S>&>(), std::size_t{}));
+
+   public:
+    Attention(ParameterTable& table, std::string_view prefix, std::size_t context) : base_(table, prefix, context) {}
+    struct Hooks : BaseHooks {
+      static constexpr bool biases_scores = true;
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+        if constexpr (BaseHooks::biases_scores) BaseHooks::add_bias(row, head, query, keys);
+        for (std::size_t k = 0; k < keys; ++k)
+          if (relative_distance(query, k) >= W) row[k] = S(-1e30);
+      }
+    };
+    Hooks bind(ParameterStore<S>& store, std::size_t T) { return Hooks{base_.bind(store, T)}; }
+
+   private:
+    Base base_;
+  };
+};
+
+TEMPLATE_TEST_CASE("a rolling cache computes sliding-window attention over the whole sequence, across rebases", "",
+                   NoPE, RoPE, RoPEInterleaved, RoPEPartial, XPos, ALiBi, ALiBiSingleSlope, T5Bias, Kerple) {
+  constexpr std::size_t W = 5;
+  const std::size_t V = 9, context = 4, T = 3 * W + 2;  // rebases at positions 2W (and the test reaches 3W + 1)
+  const ModelConfig config{.vocab_size = V, .context = context, .max_context = 4 * W, .seed = 30};
+  TinyModel<TestType> rolling(config);
+  TinyModel<SlidingWindowOf<TestType, W>> reference(config);
+  REQUIRE(rolling.parameter_count() == reference.parameter_count());
+  perturb_parameters(rolling, 31);
+  perturb_parameters(reference, 31);
+  const Tokens x = random_tokens(1, T, V, 32);
+  const Tensor<double, 3> full = reference.forward(x);
+  auto cache = rolling.make_cache(W);
+  for (std::size_t t = 0; t < T; ++t) {
+    const auto step = rolling.forward_step(x(0, t), cache);
+    INFO(TestType::name << ", position " << t);
+    for (std::size_t v = 0; v < V; ++v) REQUIRE(step(v) == Approx(full(0, t, v)).epsilon(1e-10));
+    REQUIRE(cache.length() == std::min(t + 1, W));
+  }
+  CHECK(cache.evicted() == T - W);
+  CHECK(cache.next_position() < 2 * W);  // rebased, not counting on
+  // and a window that cut the context of its first tokens would differ: the test can tell
+  Tokens last({1, W});
+  std::copy(x.end() - static_cast<std::ptrdiff_t>(W), x.end(), last.begin());
+  const Tensor<double, 3> recomputed = rolling.forward(last);
+  double largest_difference = 0;
+  for (std::size_t v = 0; v < V; ++v)
+    largest_difference = std::max(largest_difference, std::abs(recomputed(0, W - 1, v) - full(0, T - 1, v)));
+  CHECK(largest_difference > 1e-3);
+}
+
+// generate() through a model that counts the positions it encodes.
+template <class Model>
+struct CountingModel : Model {
+  using Model::Model;
+  std::size_t positions_encoded = 0;
+  TensorView<const typename Model::S> forward_step(TokenId token, KVCache<typename Model::S>& cache) {
+    ++positions_encoded;
+    return Model::forward_step(token, cache);
+  }
+};
+
+TEMPLATE_LIST_TEST_CASE("generation past the window encodes each token once (rolling) or at most twice (re-encoding)",
+                        "", AllPolicies) {
+  // a window of 64 (learned's table is 32 rows): 1,000 and 3,000 tokens both go far past it,
+  // where recomputing the window for every token would encode 64 positions per token
+  CountingModel<CharTransformer<TestType, 1, 8, 2>> model(
+      ModelConfig{.vocab_size = 5, .context = 32, .max_context = 64, .seed = 33});
+  const std::vector<TokenId> prompt = {1, 2, 3};
+  for (const std::size_t count : {1000, 3000}) {
+    model.positions_encoded = 0;
+    generate(model, prompt, count, {.temperature = 1.0, .seed = 5});
+    const std::size_t once = prompt.size() + count - 1;
+    INFO(TestType::name << ", " << count << " tokens, " << model.positions_encoded << " positions encoded");
+    if constexpr (decltype(model)::cache_rolls) CHECK(model.positions_encoded == once);
+    else CHECK(model.positions_encoded <= 2 * once);
+  }
 }
 
 TEST_CASE("sampling: greedy picks the largest logit, top-k never leaves the k most likely") {

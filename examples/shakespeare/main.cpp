@@ -307,6 +307,9 @@ int sample(const SampleOptions& o) {
       posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
                    " is not in the checkpoint's vocabulary");
   const std::vector<posenc::TokenId> prompt = tokenizer.encode(o.prompt);
+  if (o.sampling.window > checkpoint.model->max_context())
+    posenc::fail("--window ", o.sampling.window, " exceeds this ", checkpoint.info.policy, " model's maximum context (",
+                 checkpoint.model->max_context(), ")");
   for (std::size_t i = 0; i < o.samples; ++i) {
     // sample i is what a single sample with --seed seed + i gives
     posenc::SamplingOptions options = o.sampling;
@@ -409,6 +412,11 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(1, 10000))
       ->capture_default_str();
   sample_cmd->add_option("--seed", s.sampling.seed, "Sampling seed (of the first sample)")
+      ->check(whole_number_in(0, UINT64_MAX))
+      ->capture_default_str();
+  sample_cmd->add_option("--window", s.sampling.window,
+                         "The most characters each prediction sees (0: the model's maximum context); past it a "
+                         "relative policy's cache rolls, learned and sinusoidal re-encode the last half")
       ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
   sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");

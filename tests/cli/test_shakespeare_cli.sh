@@ -212,6 +212,14 @@ else
   failed "sample: $(cat cached.txt) vs $(cat uncached.txt)"
 fi
 
+# Past --window the cache rolls: 600 characters through a window of 32 (the model accepts 256)
+if "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 600 --window 32 --seed 3 > rolled.txt &&
+   [ "$(wc -c < rolled.txt)" -eq 607 ] && [ "$(head -c 6 rolled.txt)" = "ROMEO:" ]; then
+  pass "sample --window 32 generates 600 characters past the window"
+else
+  failed "sample --window: $(wc -c < rolled.txt) bytes"
+fi
+
 # --samples N prints N samples, the i-th equal to a single sample with --seed + i; --top-p is accepted
 "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 --top-p 0.9 --samples 3 \
   > three.txt 2> three.err
@@ -285,6 +293,8 @@ expect_error "a warm-up longer than the run" "--warmup-steps 50 exceeds the run'
   "$bin" train "${tiny[@]}" --data corpus.txt --steps 10 --warmup-steps 50 --out bad-warmup
 expect_error "beta2 of 1" "--beta2" "$bin" train "${tiny[@]}" --data corpus.txt --beta2 1 --out bad-beta
 expect_error "a zero embedding std" "--embedding-std" "$bin" train "${tiny[@]}" --data corpus.txt --embedding-std 0 --out bad-std
+expect_error "a window longer than the model accepts" "--window 257 exceeds this rope model's maximum context (256)" \
+  "$bin" sample --checkpoint full/model.safetensors --window 257
 expect_error "a prompt symbol outside the vocabulary" "the symbol 'Z' (byte 90) at position 2" "$bin" sample --checkpoint full/model.safetensors --prompt "toZ"
 expect_error "a UTF-8 prompt character outside the vocabulary" "the character 'é' (bytes 0xc3 0xa9) at position 2" \
   "$bin" sample --checkpoint full/model.safetensors --prompt "toé"

@@ -145,18 +145,30 @@ void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att,
   if constexpr (Hooks::finishes_backward) hooks.finish_backward();
 }
 
-// One new query against the keys and values cached for positions 0..P−1, the query's own at P−1
-// (generation with a key/value cache). out (C), scores (P) scratch, q (C) already rotated,
-// keys (P,C) and values (P,C) as attention_forward would have seen them.
+// The keys a query attends to in a cache: `count` of them, the oldest in slot `first`, each next
+// one in the next slot, wrapping at `capacity` (a ring, so evicting the oldest moves nothing).
+struct CacheWindow {
+  std::size_t first = 0, count = 0, capacity = 0;
+  std::size_t slot(std::size_t j) const {
+    const std::size_t s = first + j;
+    return s < capacity ? s : s - capacity;
+  }
+};
+
+// One new query against the P = window.count keys and values of a cache, the query's own the
+// last (generation with a key/value cache). out (C), scores (P) scratch, q (C) already rotated,
+// keys and values (H, capacity, hd): per head a ring holding what attention_forward would have seen. The bias is
+// that of query P−1 over keys 0..P−1: positions within the window, oldest first.
 template <std::floating_point S, class Hooks>
 void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const S* values,
-                            std::size_t P, std::size_t C, std::size_t H, const Hooks& hooks) {
+                            const CacheWindow& window, std::size_t C, std::size_t H, const Hooks& hooks) {
   const std::size_t hd = C / H;
+  const std::size_t P = window.count;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
   for (std::size_t h = 0; h < H; ++h) {
     const S* qh = q + h * hd;
     for (std::size_t j = 0; j < P; ++j) {
-      const S* kj = keys + j * C + h * hd;
+      const S* kj = keys + (h * window.capacity + window.slot(j)) * hd;
       S dot = 0;
       for (std::size_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
       scores[j] = dot * scale;
@@ -172,7 +184,7 @@ void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const 
     std::fill(oh, oh + hd, S(0));
     for (std::size_t j = 0; j < P; ++j) {
       const S w = scores[j] / sum;
-      const S* vj = values + j * C + h * hd;
+      const S* vj = values + (h * window.capacity + window.slot(j)) * hd;
       for (std::size_t d = 0; d < hd; ++d) oh[d] += w * vj[d];
     }
   }

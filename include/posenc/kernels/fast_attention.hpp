@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -184,6 +185,36 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t i = 0; i < T; ++i) hooks.bias_backward(dbias_all + (h * T + i) * T, h, i, causal ? i + 1 : T);
     if constexpr (Hooks::finishes_backward) hooks.finish_backward();
+  }
+}
+
+// posenc::attention_step_forward (one new query against a cache's window), through the GEMM
+// backend: each head's ring is at most two runs of consecutive rows, and each run's scores
+// (q·Kᵀ) and weighted values (p·V) are one matrix-vector product per head. Generation spends most
+// of its time here once the window holds hundreds of keys.
+template <std::floating_point S, class Hooks>
+void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const S* values,
+                            const CacheWindow& window, std::size_t C, std::size_t H, const Hooks& hooks) {
+  const std::size_t hd = C / H;
+  const std::size_t P = window.count;
+  const S scale = S(1) / std::sqrt(static_cast<S>(hd));
+  // runs of the ring: keys 0..first_run−1 in slots window.first…, the rest from slot 0
+  const std::size_t first_run = std::min(P, window.capacity - window.first);
+  const std::size_t runs[2][3] = {{0, window.first, first_run}, {first_run, 0, P - first_run}};
+  for (std::size_t h = 0; h < H; ++h) {
+    const S* qh = q + h * hd;
+    const S* kh = keys + h * window.capacity * hd;
+    const S* vh = values + h * window.capacity * hd;
+    for (const auto& [key, slot, n] : runs)
+      if (n > 0) gemm<S>(false, true, 1, n, hd, scale, qh, hd, kh + slot * hd, hd, S(0), scores + key, n);
+    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, P);
+    softmax_row(scores, P);
+    S* oh = out + h * hd;
+    for (std::size_t r = 0; r < 2; ++r) {
+      const auto& [key, slot, n] = runs[r];
+      if (n > 0)
+        gemm<S>(false, false, 1, hd, n, S(1), scores + key, n, vh + slot * hd, hd, r == 0 ? S(0) : S(1), oh, hd);
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -137,27 +138,55 @@ class CharTransformer {
     }
   }
 
-  // An empty key/value cache for one sequence of up to max_context() positions.
-  KVCache<S> make_cache() const { return KVCache<S>(Layers, max_context_, Dim); }
+  // An empty key/value cache for one sequence, holding up to `capacity` positions (by default and
+  // at most max_context()).
+  KVCache<S> make_cache(std::size_t capacity = 0) const {
+    if (capacity > max_context_)
+      fail("CharTransformer::make_cache: a capacity of ", capacity, " positions exceeds the model's maximum context ",
+           max_context_);
+    return KVCache<S>(Layers, capacity == 0 ? max_context_ : capacity, Dim);
+  }
 
-  // Appends `token` at position cache.length() and returns the logits (V) for the token after it:
-  // the same numbers forward() gives for the last position of the whole sequence, at the cost of
-  // one position.
+  // Whether a full cache rolls on: forward_step evicts its oldest position and continues, so each
+  // token attends to the last capacity() tokens at the cost of one position. True when positions
+  // enter only inside attention (relative policies and NoPE), whose scores depend on where keys
+  // lie relative to the query: each held key keeps the state it was computed with, as llama.cpp's
+  // context shift does. A policy that adds positions to the embeddings (learned, sinusoidal)
+  // cannot: its cached states carry absolute positions a shifted window would contradict.
+  static constexpr bool cache_rolls =
+      std::is_same_v<typename PosEnc::template Embedding<S, Dim>, NoPositionSignal<S, Dim>>;
+
+  // Appends `token` to the cache and returns the logits (V) for the token after it: the same
+  // numbers forward() gives for the last position of the whole sequence, at the cost of one
+  // position. On a full cache, policies that roll (cache_rolls) attend to the last capacity()
+  // tokens: the bias is that of the window's positions, oldest first, as forward() of the window
+  // would add it; rotations continue at the sequence's positions, moved back by the capacity
+  // (rebase_keys) whenever they reach twice it, so tables stay bounded.
   TensorView<const S> forward_step(TokenId token, KVCache<S>& cache) {
     if (token < 0 || static_cast<std::size_t>(token) >= vocab_size())
       fail("CharTransformer::forward_step: token id ", token, " is outside the vocabulary [0, ",
            vocab_size(), ")");
-    if (cache.full())
-      fail("CharTransformer::forward_step: the cache holds its capacity of ", cache.capacity(),
-           " positions; clear it and start a new window");
-    const std::size_t pos = cache.length();
+    if (cache.full()) {
+      if constexpr (!cache_rolls) {
+        fail("CharTransformer::forward_step: the cache holds its capacity of ", cache.capacity(), " positions and ",
+             PosEnc::name, " adds absolute positions to the embeddings; clear it and encode a shorter window");
+      } else {
+        cache.evict_oldest();
+        if (cache.next_position() == 2 * cache.capacity()) {
+          for (std::size_t l = 0; l < Layers; ++l)
+            blocks_[l].rebase_keys(cache.keys(l), cache.window(), cache.capacity(), store_);
+          cache.rebase(cache.capacity());
+        }
+      }
+    }
+    const std::size_t pos = cache.next_position();
     const auto& p = store_.values;
     S* x = cache.residual().data();
     const S* table = position_.positions(store_, pos + 1);
     embedding_forward(x, &token, p[wte_], table != nullptr ? table + pos * Dim : nullptr, 1, 1,
                       Dim, vocab_size());
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward_step(x, cache.keys(l), cache.values(l), pos, cache.scratch(), store_);
+      blocks_[l].forward_step(x, cache.keys(l), cache.values(l), pos, cache.window(true), cache.scratch(), store_);
     ws_.step_ln.resize(Dim);
     ws_.step_logits.resize(vocab_size());
     S mean, rstd;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
@@ -100,6 +101,7 @@ class DecoderBlock {
   using Activations = BlockActivations<S>;
   using Scratch = BlockScratch<S>;
   using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
+  using BoundHooks = decltype(std::declval<PositionHooks&>().bind(std::declval<ParameterStore<S>&>(), std::size_t{}));
 
   // causal = false makes a bidirectional block (used by the tests to show what the mask hides);
   // precision is that of the linear layers' GEMMs in training (forward and backward).
@@ -200,13 +202,14 @@ class DecoderBlock {
                                           p[w_.ln_1_w], act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim); });
   }
 
-  // The same computation as forward for one new position `pos` of one sequence: x (D) is the
-  // block's input and receives its output; keys and values (≥pos+1, D) hold this layer's cached
-  // (rotated) keys and values of positions 0..pos−1 and receive those of pos.
-  void forward_step(S* x, S* keys, S* values, std::size_t pos, StepScratch<S>& sc,
-                    ParameterStore<S>& store) {
+  // The same computation as forward for one new position of one sequence, at rotation position
+  // `pos`: x (D) is the block's input and receives its output; keys and values (Heads, capacity,
+  // head_dim) are this layer's cache rings, whose `window` holds the (rotated) keys and values the
+  // new position attends to, its own last, in the slot this writes.
+  void forward_step(S* x, S* keys, S* values, std::size_t pos, const CacheWindow& window,
+                    StepScratch<S>& sc, ParameterStore<S>& store) {
     const auto& p = store.values;
-    auto hooks = position_.bind(store, pos + 1);
+    auto hooks = position_.bind(store, std::max(pos + 1, window.count));
     layernorm_forward(sc.ln.data(), &sc.mean, &sc.rstd, x, p[w_.ln_1_w], p[w_.ln_1_b], 1, Dim);
     linear_forward(sc.qkv.data(), sc.ln.data(), p[w_.c_attn_w], p[w_.c_attn_b], 1, Dim, 3 * Dim);
     if constexpr (decltype(hooks)::rotates_qk) {
@@ -215,18 +218,35 @@ class DecoderBlock {
         rotate_key(hooks, sc.qkv.data() + Dim + h * head_dim, pos);
       }
     }
-    std::copy(sc.qkv.begin() + Dim, sc.qkv.begin() + 2 * Dim, keys + pos * Dim);
-    std::copy(sc.qkv.begin() + 2 * Dim, sc.qkv.end(), values + pos * Dim);
-    attention_step_forward(sc.atty.data(), sc.scores.data(), sc.qkv.data(), keys, values, pos + 1,
-                           Dim, Heads, hooks);
+    const std::size_t slot = window.slot(window.count - 1);
+    for (std::size_t h = 0; h < Heads; ++h) {
+      const S* k = sc.qkv.data() + Dim + h * head_dim;
+      std::copy(k, k + head_dim, keys + (h * window.capacity + slot) * head_dim);
+      std::copy(k + Dim, k + Dim + head_dim, values + (h * window.capacity + slot) * head_dim);
+    }
+    fast::attention_step_forward(sc.atty.data(), sc.scores.data(), sc.qkv.data(), keys, values, window,
+                                 Dim, Heads, hooks);
     linear_forward(sc.res1.data(), sc.atty.data(), p[w_.attn_proj_w], p[w_.attn_proj_b], 1, Dim, Dim);
     for (std::size_t i = 0; i < Dim; ++i) sc.res1[i] += x[i];
     layernorm_forward(sc.ln.data(), &sc.mean, &sc.rstd, sc.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b],
                       1, Dim);
     linear_forward(sc.fch.data(), sc.ln.data(), p[w_.c_fc_w], p[w_.c_fc_b], 1, Dim, 4 * Dim);
-    gelu_forward(sc.fch_gelu.data(), sc.fch.data(), 4 * Dim);
+    fast::gelu_forward(sc.fch_gelu.data(), sc.fch.data(), 4 * Dim);
     linear_forward(x, sc.fch_gelu.data(), p[w_.mlp_proj_w], p[w_.mlp_proj_b], 1, 4 * Dim, Dim);
     for (std::size_t i = 0; i < Dim; ++i) x[i] += sc.res1[i];
+  }
+
+  // Moves the cached keys of `held` back by `delta` positions: a key rotated at p becomes the key
+  // rotated at p − delta by the transpose of the query's turn at delta (for RoPE the turn by
+  // −delta; for xPos also the scale ζ^(delta/ScaleBase)), which a rolling cache does so that
+  // positions, and the angle tables they index, stay bounded. Nothing to do without rotations.
+  void rebase_keys(S* keys, const CacheWindow& held, std::size_t delta, ParameterStore<S>& store) {
+    if constexpr (BoundHooks::rotates_qk) {
+      const auto hooks = position_.bind(store, delta + 1);
+      for (std::size_t j = 0; j < held.count; ++j)
+        for (std::size_t h = 0; h < Heads; ++h)
+          hooks.unrotate(keys + (h * held.capacity + held.slot(j)) * head_dim, delta);
+    }
   }
 
  private:

@@ -21,6 +21,7 @@ struct SamplingOptions {
   double top_p = 1.0;
   std::uint64_t seed = 1;
   bool use_cache = true;     // false recomputes the whole window for every token (the reference)
+  std::size_t window = 0;    // the most tokens a prediction sees; 0: the model's max_context()
 };
 
 // Draws a token id from one row of logits.
@@ -54,11 +55,18 @@ TokenId sample_token(const Logits& logits, std::size_t V, const SamplingOptions&
   return static_cast<TokenId>(order[kept - 1]);
 }
 
-// Generates `count` tokens after `prompt` and returns them (without the prompt).
-// Every token is predicted from the last `window` tokens, window = the model's max_context():
-// for Learned that is its training context, so past it the window slides (and the cache is
-// rebuilt for every token, as absolute positions shift); the other policies continue with the
-// cache up to max_context() and slide after that.
+// Generates `count` tokens after `prompt` and returns them (without the prompt), each predicted
+// from at most the last `window` tokens (SamplingOptions::window, by default the model's
+// max_context(), which for learned is its training context). Linear in the tokens with the cache:
+//  - policies whose cache rolls (Model::cache_rolls: relative ones and NoPE) encode the whole
+//    prompt and every token once; past the window the oldest position is evicted, and each
+//    token's keys and values stay those computed when it was added (sliding-window attention, as
+//    llama.cpp's context shift). With one layer that equals recomputing the window; with more,
+//    a recomputed window would also cut the context its first tokens were computed with.
+//  - learned and sinusoidal, whose positions are absolute, re-encode the last ⌈window/2⌉ tokens at
+//    positions 0… when the window is full: each token then sees between half a window and a
+//    window of context, and each token costs at most two positions.
+// use_cache = false recomputes the last `window` tokens for every token: the reference, quadratic.
 template <class Model>
 std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, std::size_t count,
                               const SamplingOptions& options = {}) {
@@ -66,22 +74,31 @@ std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, 
   if (options.temperature < 0 || !std::isfinite(options.temperature))
     fail("generate: temperature must be a finite number ≥ 0, got ", options.temperature);
   if (!(options.top_p > 0 && options.top_p <= 1)) fail("generate: top_p must lie in (0, 1], got ", options.top_p);
-  const std::size_t window = model.max_context();
+  if (options.window > model.max_context())
+    fail("generate: a window of ", options.window, " tokens exceeds the model's maximum context ",
+         model.max_context());
+  const std::size_t window = options.window == 0 ? model.max_context() : options.window;
   const std::size_t V = model.vocab_size();
   Rng rng(options.seed);
   std::vector<TokenId> sequence = prompt;
   std::vector<TokenId> generated;
   generated.reserve(count);
-  auto cache = model.make_cache();
+  auto cache = model.make_cache(window);
+  // Fills the cache with sequence[start, end − 1), the last token being the next step's.
+  auto encode = [&](std::size_t start) {
+    cache.clear();
+    for (std::size_t i = start; i + 1 < sequence.size(); ++i) model.forward_step(sequence[i], cache);
+  };
+  if (options.use_cache) {
+    if constexpr (Model::cache_rolls) encode(0);
+    else encode(sequence.size() > window ? sequence.size() - window : 0);
+  }
 
   for (std::size_t n = 0; n < count; ++n) {
     TokenId next;
     if (options.use_cache) {
-      // Bring the cache up to the end of the sequence, restarting it when the window slides.
-      if (sequence.size() - cache.length() > 1 || cache.full()) {
-        cache.clear();
-        const std::size_t start = sequence.size() > window ? sequence.size() - window : 0;
-        for (std::size_t i = start; i + 1 < sequence.size(); ++i) model.forward_step(sequence[i], cache);
+      if constexpr (!Model::cache_rolls) {
+        if (cache.full()) encode(sequence.size() - (window - window / 2));
       }
       const auto logits = model.forward_step(sequence.back(), cache);
       next = sample_token([&](std::size_t v) { return logits(v); }, V, options, rng);
