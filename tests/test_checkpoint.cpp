@@ -104,3 +104,47 @@ TEST_CASE("a checkpoint of another model is refused with the tensor named") {
                     Catch::Contains("the tokenizer has 2 symbols"));
   std::filesystem::remove(path);
 }
+
+TEST_CASE("fine-tuning from a checkpoint: a learned table is interpolated to the new context, the rest copied") {
+  const CharTokenizer tokenizer(std::string("abcdefg"));
+  CharTransformer<Learned, 1, 8, 2> source(ModelConfig{.vocab_size = 7, .context = 8, .seed = 60});
+  const std::string path = temp_path("init-from-learned.safetensors");
+  save_checkpoint(path, source, tokenizer, 100, 60);
+  const SafetensorsFile file = read_safetensors(path);
+  CharTransformer<Learned, 1, 8, 2> tuned(ModelConfig{.vocab_size = 7, .context = 16, .seed = 61});
+  initialize_from_checkpoint(tuned, file, read_checkpoint_info(file));
+  const auto old_rows = source.parameters().view("transformer.wpe.weight");
+  const auto rows = tuned.parameters().view("transformer.wpe.weight");
+  for (std::size_t p = 0; p < 8; ++p)
+    for (std::size_t d = 0; d < 8; ++d) {
+      CHECK(rows(2 * p, d) == old_rows(p, d));  // position 2p of 16 is position p of 8
+      const float next = p + 1 < 8 ? old_rows(p + 1, d) : old_rows(7, d);
+      CHECK(rows(2 * p + 1, d) == Approx(0.5 * (old_rows(p, d) + next)).epsilon(1e-6));
+    }
+  for (const ParameterInfo& e : source.parameter_table().entries())
+    if (e.name != "transformer.wpe.weight") {
+      const auto a = source.parameters().view(e.name), b = tuned.parameters().view(e.name);
+      CHECK(std::equal(a.begin(), a.end(), b.begin()));
+    }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("fine-tuning from a checkpoint: FIRE keeps its learned threshold L in positions at a new context") {
+  const CharTokenizer tokenizer(std::string("abcde"));
+  CharTransformer<FIRE, 1, 8, 2> source(ModelConfig{.vocab_size = 5, .context = 64, .seed = 62});
+  float& multiplier = source.parameters().view("transformer.h.0.attn.fire.L_multiplier")(0);
+  multiplier = 0.7f;
+  const std::string path = temp_path("init-from-fire.safetensors");
+  save_checkpoint(path, source, tokenizer, 10, 62);
+  const SafetensorsFile file = read_safetensors(path);
+  CharTransformer<FIRE, 1, 8, 2> tuned(ModelConfig{.vocab_size = 5, .context = 256, .seed = 63});
+  initialize_from_checkpoint(tuned, file, read_checkpoint_info(file));
+  auto threshold = [](double raw, double context) { return 0.25 * context * std::log1p(std::exp(raw)); };
+  CHECK(threshold(tuned.parameters().view("transformer.h.0.attn.fire.L_multiplier")(0), 256) ==
+        Approx(threshold(0.7, 64)).epsilon(1e-5));
+  // a checkpoint of another policy does not fit
+  CharTransformer<Kerple, 1, 8, 2> other(ModelConfig{.vocab_size = 5, .context = 64});
+  CHECK_THROWS_WITH(initialize_from_checkpoint(other, file, read_checkpoint_info(file)),
+                    Catch::Contains("has no tensor 'transformer.h.0.attn.kerple.r1'"));
+  std::filesystem::remove(path);
+}

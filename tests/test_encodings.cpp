@@ -425,3 +425,100 @@ TEMPLATE_LIST_TEST_CASE("each policy's attention, through the model's kernel, is
   else
     CHECK(farthest_from_uniform > 0.01);
 }
+
+// Per-pair angles per position, from an independent Python transcription of each method's
+// reference (the YaRN repository's scaled_rope, Hugging Face's dynamic NTK): base 10000, 16
+// rotated dimensions, factor 4, trained context 64, dynamic NTK at a sequence of 300.
+TEST_CASE("RoPE scaling: each method's angles are its reference code's") {
+  const RopeScaling linear{.method = RopeScalingMethod::linear, .factor = 4};
+  auto frequencies = [](const RopeScaling& s, std::size_t T = 64) {
+    return rope_frequencies(10000.0, 16, s, T, 64);
+  };
+  const std::vector<double> plain = frequencies({}).per_position;
+  REQUIRE(plain.size() == 8);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(plain[i] == Approx(std::pow(10000.0, -2.0 * i / 16)).epsilon(1e-15));
+  const std::vector<std::vector<double>> expected = {
+      {0.25, 0.07905694150420949, 0.025, 0.007905694150420948, 0.0025, 0.0007905694150420948, 0.00025,
+       7.905694150420948e-05},
+      {1.0, 0.25941281701492275, 0.0672950096316178, 0.017457188019584336, 0.004528618321319533,
+       0.0011747816359188909, 0.00030475341355111886, 7.905694150420948e-05},
+      {1.0, 0.21328480699267197, 0.04549040889390133, 0.009702413080953475, 0.0020693773013343375,
+       0.00044136673831011053, 9.413681959345709e-05, 2.0077953397894474e-05},
+      {1.0, 0.23717082451262847, 0.05, 0.007905694150420948, 0.0025, 0.0007905694150420948, 0.00025,
+       7.905694150420948e-05},
+  };
+  const std::vector<RopeFrequencies> got = {
+      frequencies(linear), frequencies({.method = RopeScalingMethod::ntk, .factor = 4}),
+      frequencies({.method = RopeScalingMethod::dynamic_ntk, .factor = 4}, 300),
+      frequencies({.method = RopeScalingMethod::yarn, .factor = 4})};
+  for (std::size_t m = 0; m < got.size(); ++m)
+    for (std::size_t i = 0; i < 8; ++i) {
+      INFO("method " << m << ", pair " << i);
+      CHECK(got[m].per_position[i] == Approx(expected[m][i]).epsilon(1e-13));
+    }
+  // the magnitude: YaRN's 0.1·ln 4 + 1, or the one given; 1 for the others
+  CHECK(got[3].magnitude == Approx(1.138629436111989).epsilon(1e-15));
+  CHECK(frequencies({.method = RopeScalingMethod::yarn, .factor = 4, .attention_factor = 1.5}).magnitude == 1.5);
+  CHECK(got[0].magnitude == 1.0);
+  // dynamic NTK keeps the trained angles up to the trained context
+  CHECK(frequencies({.method = RopeScalingMethod::dynamic_ntk, .factor = 4}, 64).per_position == plain);
+  // a base of its own (llama.cpp's --rope-freq-base)
+  CHECK(frequencies({.base = 500.0}).per_position[1] == Approx(std::pow(500.0, -2.0 / 16)).epsilon(1e-15));
+
+  SECTION("YaRN's ramp at LLaMA's sizes: pairs up to 20 keep θ, from 46 on θ/8, linear between") {
+    const RopeFrequencies yarn =
+        rope_frequencies(10000.0, 128, {.method = RopeScalingMethod::yarn, .factor = 8}, 4096, 4096);
+    const std::vector<std::pair<std::size_t, double>> pinned = {
+        {0, 1.0}, {20, 0.05623413251903491}, {21, 0.0470579194992012}, {33, 0.0048710493189003685},
+        {46, 0.0001666901790204155}, {63, 1.4434774808618228e-05}};
+    for (const auto& [pair, value] : pinned) CHECK(yarn.per_position[pair] == Approx(value).epsilon(1e-13));
+  }
+}
+
+TEMPLATE_TEST_CASE("RoPE scaling reaches every rotary policy's hooks", "", RoPE, RoPEInterleaved, RoPEPartial,
+                   XPos) {
+  ParameterTable table;
+  ParameterStore<double> store(std::make_shared<ParameterTable>());
+  typename TestType::template Attention<double, 1, 8> plain(table, "", 16), scaled(table, "", 16);
+  CHECK(is_rotary_policy<TestType>);
+  const RopeScaling yarn{.method = RopeScalingMethod::yarn, .factor = 4};
+  scaled.set_rope_scaling(yarn);
+  const auto p = plain.bind(store, 100);
+  const auto s = scaled.bind(store, 100);
+  const std::vector<double> q = random_vector(8, 44), k = random_vector(8, 45);
+  // linear interpolation turns position 4m as the plain encoding turns m (for every pair)
+  typename TestType::template Attention<double, 1, 8> interpolated(table, "", 16);
+  interpolated.set_rope_scaling({.method = RopeScalingMethod::linear, .factor = 4});
+  const auto li = interpolated.bind(store, 100);
+  auto score = [&](const auto& hooks, std::size_t m, std::size_t n) {
+    std::vector<double> qr = q, kr = k;
+    hooks.rotate(qr.data(), m);
+    if constexpr (requires { hooks.rotate_key(kr.data(), n); }) hooks.rotate_key(kr.data(), n);
+    else hooks.rotate(kr.data(), n);
+    return dot(qr, kr);
+  };
+  if constexpr (!std::is_same_v<TestType, XPos>)  // xPos's decay is not interpolated
+    CHECK(score(li, 40, 8) == Approx(score(p, 10, 2)).epsilon(1e-12));
+  // YaRN's magnitude on the rotated dimensions (dimension 0 is one for every variant), at any position
+  std::vector<double> e0(8, 0.0);
+  e0[0] = 1;
+  s.rotate(e0.data(), 37);
+  double expected = std::pow(0.1 * std::log(4.0) + 1, 2);
+  if constexpr (std::is_same_v<TestType, XPos>) expected *= std::pow(0.4 / 1.4, 2.0 * 37 / 512);  // and its decay
+  CHECK(dot(e0, e0) == Approx(expected).epsilon(1e-12));
+  // a policy without rotations refuses a setting, and accepts the default
+  CHECK_FALSE(is_rotary_policy<ALiBi>);
+  CHECK(rotary_policy("xpos"));
+  CHECK_FALSE(rotary_policy("kerple"));
+}
+
+TEST_CASE("RoPE scaling: bad settings and non-rotary policies are refused with a message") {
+  CHECK_THROWS_WITH((RopeScaling{.method = RopeScalingMethod::yarn, .factor = 1}.validate()),
+                    Catch::Contains("yarn needs a factor > 1"));
+  CHECK_THROWS_WITH((RopeScaling{.factor = 0.5}.validate()), Catch::Contains("factor must be a finite number ≥ 1"));
+  CHECK_THROWS_WITH((RopeScaling{.base = 1.0}.validate()), Catch::Contains("base must be a finite number > 1"));
+  CHECK_THROWS_WITH((RopeScaling{.beta_fast = 1, .beta_slow = 2}.validate()), Catch::Contains("beta_slow"));
+  ModelConfig config{.vocab_size = 5, .context = 8, .rope = {.method = RopeScalingMethod::linear, .factor = 2}};
+  CHECK_THROWS_WITH((CharTransformer<ALiBi, 1, 8, 2>(config)), Catch::Contains("alibi does not turn q and k"));
+  CHECK_NOTHROW(CharTransformer<XPos, 1, 8, 2>(config));
+}

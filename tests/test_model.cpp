@@ -709,6 +709,11 @@ struct SlidingWindowOf {
       }
     };
     Hooks bind(ParameterStore<S>& store, std::size_t T) { return Hooks{base_.bind(store, T)}; }
+    void set_rope_scaling(const RopeScaling& scaling)
+      requires is_rotary_policy<P>
+    {
+      base_.set_rope_scaling(scaling);
+    }
 
    private:
     Base base_;
@@ -719,7 +724,10 @@ TEMPLATE_TEST_CASE("a rolling cache computes sliding-window attention over the w
                    NoPE, RoPE, RoPEInterleaved, RoPEPartial, XPos, ALiBi, ALiBiSingleSlope, T5Bias, Kerple) {
   constexpr std::size_t W = 5;
   const std::size_t V = 9, context = 4, T = 3 * W + 2;  // rebases at positions 2W (and the test reaches 3W + 1)
-  const ModelConfig config{.vocab_size = V, .context = context, .max_context = 4 * W, .seed = 30};
+  ModelConfig config{.vocab_size = V, .context = context, .max_context = 4 * W, .seed = 30};
+  // rotary policies also under YaRN, whose magnitude a rebase must not apply twice
+  if constexpr (is_rotary_policy<TestType>)
+    if (GENERATE(false, true)) config.rope = {.method = RopeScalingMethod::yarn, .factor = 4};
   TinyModel<TestType> rolling(config);
   TinyModel<SlidingWindowOf<TestType, W>> reference(config);
   REQUIRE(rolling.parameter_count() == reference.parameter_count());

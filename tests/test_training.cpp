@@ -341,3 +341,62 @@ TEST_CASE("a run with no complete state yet (its first save never finished) resu
   CHECK(read_eval_log(run.log()).size() == 3);  // steps 0, 2, 4: the old log replaced, not appended to
   std::filesystem::remove_all(base);
 }
+
+namespace {
+std::vector<TokenId> random_ids(std::size_t n, std::size_t V, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<TokenId> ids(n);
+  for (auto& id : ids) id = static_cast<TokenId>(rng.uniform_index(V));
+  return ids;
+}
+}  // namespace
+
+TEST_CASE("per-position losses average, over the windows, to the full-pass loss of those windows") {
+  CharTransformer<RoPE, 2, 16, 2, double> model(ModelConfig{.vocab_size = 7, .context = 8, .seed = 50});
+  const std::size_t L = 12;
+  const std::vector<TokenId> tokens = random_ids(5 * L + 1, 7, 51);  // exactly 5 windows
+  const PositionLoss by_position = per_position_loss(model, tokens, L, 2);
+  CHECK(by_position.windows == 5);
+  REQUIRE(by_position.mean_loss.size() == L);
+  CHECK(by_position.mean_over(0, L) == Approx(evaluate_loss(model, tokens, L).loss).epsilon(1e-12));
+  // position t is the mean of each window's loss at t alone: the first, from one token
+  double first = 0;
+  for (std::size_t w = 0; w < 5; ++w) {
+    Tokens x({1, 1}), y({1, 1});
+    x(0, 0) = tokens[w * L];
+    y(0, 0) = tokens[w * L + 1];
+    first += model.loss(x, y) / 5;
+  }
+  CHECK(by_position.mean_loss[0] == Approx(first).epsilon(1e-12));
+  CHECK_THROWS_WITH(per_position_loss(model, tokens, 61), Catch::Contains("too few for one window of 61"));
+}
+
+TEST_CASE("the copy probe: the first copy's loss and the second's, from the model's loss of each prefix") {
+  CharTransformer<RoPE, 2, 16, 2, double> model(ModelConfig{.vocab_size = 7, .context = 8, .seed = 52});
+  const std::size_t n = 6, segments = 5;
+  const std::vector<TokenId> tokens = random_ids(200, 7, 53);
+  const CopyProbe probe = copy_probe(model, tokens, n, segments, 2);
+  CHECK(probe.distance == n);
+  CHECK(probe.segments == segments);
+  // the same segments (evenly spaced) through model.loss: mean losses over the first k targets of
+  // each repeated segment give the first copy (k = n − 1) and, by difference, the second
+  const std::size_t spacing = (tokens.size() - n) / segments;
+  auto mean_loss_of_prefix = [&](std::size_t k) {  // over the batch, the first k targets
+    Tokens x({segments, k}), y({segments, k});
+    for (std::size_t s = 0; s < segments; ++s)
+      for (std::size_t t = 0; t < k; ++t) {
+        x(s, t) = tokens[s * spacing + t % n];
+        y(s, t) = tokens[s * spacing + (t + 1) % n];
+      }
+    return static_cast<double>(model.loss(x, y));
+  };
+  const double first = mean_loss_of_prefix(n - 1);
+  const double second = (mean_loss_of_prefix(2 * n - 1) * (2 * n - 1) - mean_loss_of_prefix(n) * n) / (n - 1);
+  CHECK(probe.first_copy_loss == Approx(first).epsilon(1e-12));
+  CHECK(probe.second_copy_loss == Approx(second).epsilon(1e-12));
+  CHECK(probe.drop == Approx(first - second).epsilon(1e-9));
+  CHECK(probe.first_copy_sd > 0);
+  CHECK_THROWS_WITH(copy_probe(model, tokens, 1, 4), Catch::Contains("at least 2"));
+  CHECK_THROWS_WITH(copy_probe(model, tokens, 60, 4), Catch::Contains("too few for 4 segments of 60"));
+  CHECK_THROWS_WITH(copy_probe(model, tokens, 100, 1), Catch::Contains("needs 200 positions; the model accepts 128"));
+}

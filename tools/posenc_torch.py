@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """posenc's model in PyTorch: loads a posenc checkpoint and scores text with it.
 
-    python3 tools/posenc_torch.py CHECKPOINT DATA [--context N]
+    python3 tools/posenc_torch.py CHECKPOINT DATA [--context N] [--rope-scaling METHOD --rope-factor S ...]
 
 prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
 as `shakespeare eval`, so the two can be compared. The model here is written from posenc's
@@ -46,14 +46,46 @@ def alibi_slopes(heads):
     return slopes
 
 
+def rope_frequencies(base, r, scaling, T, L):
+    """Each pair's angle per position and the magnitude on q and k, for r rotated dimensions of a
+    sequence of T positions of a model trained at L, under a scaling (the checkpoint's
+    "rope_scaling" metadata, or the command line's): linear is Position Interpolation (Chen et al.
+    2023), ntk the NTK-aware base (bloc97), dynamic-ntk Hugging Face's, yarn Peng et al. 2023 with
+    the ramp bounds of their reference code (floor and ceil of the pair turning beta times over L)."""
+    method, s = scaling.get("method", "none"), scaling.get("factor", 1.0)
+    base = scaling.get("base", base)
+    L = scaling.get("original_context") or L
+    i = torch.arange(r // 2, dtype=torch.float64)
+    if method == "ntk":
+        base = base * s ** (r / (r - 2))
+    elif method == "dynamic-ntk" and T > L:
+        base = base * (s * T / L - (s - 1)) ** (r / (r - 2))
+    inv_freq = torch.pow(torch.tensor(base, dtype=torch.float64), -2.0 * i / r)
+    magnitude = 1.0
+    if method == "linear":
+        inv_freq = inv_freq / s
+    elif method == "yarn":
+        def pair_turning(rotations):  # the pair whose wavelength 2π/θ fits `rotations` times into L
+            return r * math.log(L / (rotations * 2 * math.pi)) / (2 * math.log(base))
+        low = max(math.floor(pair_turning(scaling.get("beta_fast", 32.0))), 0)
+        high = min(math.ceil(pair_turning(scaling.get("beta_slow", 1.0))), r - 1)
+        if high == low:
+            high += 0.001
+        interpolated = ((i - low) / (high - low)).clamp(0, 1)  # 1: θ/s, 0: θ
+        inv_freq = inv_freq / s * interpolated + inv_freq * (1 - interpolated)
+        magnitude = scaling.get("attention_factor", 0.1 * math.log(s) + 1 if s > 1 else 1.0)
+    return inv_freq, magnitude
+
+
 class PosencModel(torch.nn.Module):
-    def __init__(self, tensors, meta):
+    def __init__(self, tensors, meta, rope_scaling=None):
         super().__init__()
         self.w = tensors
         self.policy = meta["posenc_policy"]
         self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
         self.trained_context = int(meta["context"])  # FIRE's threshold starts at a quarter of it
         self.vocab = bytes(json.loads(meta["vocab"]))
+        self.rope = rope_scaling if rope_scaling is not None else json.loads(meta.get("rope_scaling", "{}"))
         if meta.get("tie_weights", "false") == "true":  # one table: the file holds no lm_head.weight
             assert "lm_head.weight" not in tensors
             self.w = dict(tensors, **{"lm_head.weight": tensors["transformer.wte.weight"]})
@@ -82,18 +114,18 @@ class PosencModel(torch.nn.Module):
             # rope: every dimension, i with i + hd/2; rope-partial: the first quarter, rotate-half
             # within it (GPT-NeoX's rotary_pct); rope-interleaved: 2i with 2i + 1 (GPT-J).
             r = hd if self.policy != "rope-partial" else 2 * int(0.25 * hd / 2 + 0.5)
-            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(r // 2).double() / r)
+            inv_freq, magnitude = rope_frequencies(10000.0, r, self.rope, T, self.trained_context)
             angle = pos[:, None] * inv_freq[None, :]
             if self.policy == "rope-interleaved":
-                cos = angle.cos().repeat_interleave(2, -1).float()
-                sin = angle.sin().repeat_interleave(2, -1).float()
+                cos = (magnitude * angle.cos()).repeat_interleave(2, -1).float()
+                sin = (magnitude * angle.sin()).repeat_interleave(2, -1).float()
 
                 def rotate(v):
                     pairs = torch.stack([-v[..., 1::2], v[..., 0::2]], -1).flatten(-2)
                     return v * cos + pairs * sin
             else:
-                cos = torch.cat([angle.cos(), angle.cos()], -1).float()
-                sin = torch.cat([angle.sin(), angle.sin()], -1).float()
+                cos = magnitude * torch.cat([angle.cos(), angle.cos()], -1).float()
+                sin = magnitude * torch.cat([angle.sin(), angle.sin()], -1).float()
 
                 def rotate(v):
                     head, rest = v[..., :r], v[..., r:]
@@ -101,12 +133,12 @@ class PosencModel(torch.nn.Module):
                     return torch.cat([head * cos + half * sin, rest], -1)
 
         if self.policy == "xpos":  # RoPE (rotate-half) with ζ^(n/512) on queries, ζ^(−m/512) on keys
-            inv_freq = torch.pow(10000.0, -2.0 * torch.arange(hd // 2).double() / hd)
+            inv_freq, magnitude = rope_frequencies(10000.0, hd, self.rope, T, self.trained_context)
             angle = pos[:, None] * inv_freq[None, :]
             zeta = (2.0 * torch.arange(hd // 2).double() / hd + 0.4) / 1.4
             zscale = torch.pow(zeta[None, :], pos[:, None] / 512.0)
-            cos = torch.cat([angle.cos(), angle.cos()], -1)
-            sin = torch.cat([angle.sin(), angle.sin()], -1)
+            cos = magnitude * torch.cat([angle.cos(), angle.cos()], -1)
+            sin = magnitude * torch.cat([angle.sin(), angle.sin()], -1)
             zs = torch.cat([zscale, zscale], -1)
 
             def xpos(v, key):
@@ -177,9 +209,23 @@ def main():
     parser.add_argument("checkpoint")
     parser.add_argument("data")
     parser.add_argument("--context", type=int, default=0)
+    # as `shakespeare eval` takes them: each given replaces the checkpoint's setting
+    parser.add_argument("--rope-scaling", choices=["none", "linear", "ntk", "dynamic-ntk", "yarn"])
+    parser.add_argument("--rope-factor", type=float)
+    parser.add_argument("--rope-base", type=float)
+    parser.add_argument("--rope-original-context", type=int)
+    parser.add_argument("--yarn-beta-fast", type=float)
+    parser.add_argument("--yarn-beta-slow", type=float)
+    parser.add_argument("--yarn-attention-factor", type=float)
     args = parser.parse_args()
     tensors, meta = load_safetensors(args.checkpoint)
-    model = PosencModel(tensors, meta)
+    rope = json.loads(meta.get("rope_scaling", "{}"))
+    for option, key in [("rope_scaling", "method"), ("rope_factor", "factor"), ("rope_base", "base"),
+                        ("rope_original_context", "original_context"), ("yarn_beta_fast", "beta_fast"),
+                        ("yarn_beta_slow", "beta_slow"), ("yarn_attention_factor", "attention_factor")]:
+        if getattr(args, option) is not None:
+            rope[key] = getattr(args, option)
+    model = PosencModel(tensors, meta, rope)
     ids = {b: i for i, b in enumerate(model.vocab)}
     text = open(args.data, "rb").read()
     tokens = torch.tensor([ids[b] for b in text], dtype=torch.long)

@@ -6,12 +6,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <posenc/io/atomic_file.hpp>
@@ -22,6 +24,7 @@
 
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
+#include "../common/rope_options.hpp"
 #include "../common/run_options.hpp"
 #include "../common/stop_signal.hpp"
 #include "../common/world.hpp"
@@ -47,6 +50,18 @@ struct EvalOptions {
   bool json = false;
   std::vector<std::size_t> contexts;  // length extrapolation: evaluate at each length
   std::size_t stride = 0;             // sliding-window stride; 0: half the length
+  bool per_position = false;          // with contexts: the mean loss by position in the window
+  std::size_t bins = 16;              // … in this many equal ranges of positions
+  std::vector<std::size_t> copy_distances;  // the copy probe at each distance
+  std::size_t copy_segments = 64;
+
+  // The longest sequence these options evaluate (0: none past the checkpoint's own).
+  std::size_t longest_length() const {
+    std::size_t n = context;
+    for (const std::size_t L : contexts) n = std::max(n, L);
+    for (const std::size_t d : copy_distances) n = std::max(n, 2 * d);
+    return n;
+  }
 };
 
 struct SampleOptions {
@@ -78,6 +93,32 @@ posenc::CharDataset make_dataset(const std::string& text, const std::string& pat
 
 posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
   return make_dataset(posenc::read_text_file(path), path, vocabulary);
+}
+
+// --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
+// (an option that names another is refused); its step and context are recorded.
+void take_from_source(posenc::RunConfig& run, const CLI::App& train_cmd) {
+  const posenc::SafetensorsFile file = posenc::read_safetensors(run.init_from.checkpoint);
+  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  auto agree = [&](const char* option, const auto& given, const auto& source) {
+    if (train_cmd.count(option) > 0 && given != source)
+      posenc::fail(option, " ", given, " differs from the --init-from checkpoint's ", source,
+                   "; leave it out to take the checkpoint's");
+  };
+  agree("--posenc", run.posenc, info.policy);
+  agree("--layers", run.layers, info.layers);
+  agree("--dim", run.dim, info.dim);
+  agree("--heads", run.heads, info.heads);
+  if (train_cmd.count("--tie-weights") > 0 && !info.tie_weights)
+    posenc::fail("--tie-weights: the --init-from checkpoint has its own lm_head.weight");
+  run.posenc = info.policy;
+  run.layers = info.layers;
+  run.dim = info.dim;
+  run.heads = info.heads;
+  run.tie_weights = info.tie_weights;
+  run.rope = info.rope;
+  run.init_from.step = info.step;
+  run.init_from.context = info.context;
 }
 
 // With a process group (mpirun -np N), training is data-parallel: rank 0 reads and writes the run
@@ -118,7 +159,16 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::fail("--resume: the corpus '", config.data, "' changed since the run started (", config.data_digest,
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
-  posenc::CharDataset data = make_dataset(text, config.data, nullptr);
+  // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol
+  std::optional<posenc::SafetensorsFile> source_file;
+  std::optional<posenc::CheckpointInfo> source;
+  std::optional<posenc::CharTokenizer> source_vocabulary;
+  if (!config.init_from.checkpoint.empty()) {
+    source_file = posenc::read_safetensors(config.init_from.checkpoint);
+    source = posenc::read_checkpoint_info(*source_file);
+    source_vocabulary.emplace(source->vocabulary);
+  }
+  posenc::CharDataset data = make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr);
   if (const std::size_t control = posenc::control_byte_count(text); root && control > 0)
     std::fprintf(stderr,
                  "warning: data file '%s' does not look like text: %zu of its %zu bytes are control bytes such as "
@@ -139,12 +189,17 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
 
   const auto model = examples::make_model(config.shape(),
                                           config.model_config(data.vocab_size()));
+  if (source) model->initialize_from(*source_file, *source);  // a resumed run's state replaces it
   if (root)
-    std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s -> %s\n",
+    std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
                 options.resume ? "resuming" : "training", config.posenc.c_str(), model->parameter_count(),
                 config.layers, config.dim, config.heads, config.train.context,
                 static_cast<long long>(config.train.steps),
                 group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
+                source ? (", from " + config.init_from.checkpoint + " (step " + std::to_string(config.init_from.step) +
+                          ", context " + std::to_string(config.init_from.context) + ")")
+                             .c_str()
+                       : "",
                 out.c_str());
   Progress progress(stdout, /*redraw=*/group == nullptr);
   const double tokens_per_step = static_cast<double>(config.train.batch * config.train.context);
@@ -188,13 +243,28 @@ struct LoadedCheckpoint {
   std::unique_ptr<posenc::AnyModel> model;
 };
 
-LoadedCheckpoint load_checkpoint(const std::string& path) {
+// The RoPE options given on the command line replace the checkpoint's settings; the model accepts
+// sequences of `longest` tokens if the checkpoint's did not (a learned table still ends where it ends).
+LoadedCheckpoint load_checkpoint(const std::string& path, const examples::RopeOptions& rope, std::size_t longest = 0) {
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
   posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  if (rope.any_given() && !posenc::rotary_policy(info.policy))
+    posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
+                 "xpos); this checkpoint's is ", info.policy);
+  info.rope = rope.apply(info.rope);
   posenc::CharTokenizer tokenizer(info.vocabulary);
-  auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads}, info.model_config());
+  auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
+                                    info.model_config(std::max(longest, info.max_context)));
   model->load_parameters(file);
   return {std::move(info), std::move(tokenizer), std::move(model)};
+}
+
+std::string describe_rope(const posenc::CheckpointInfo& info) {
+  const double policy_base = posenc::with_policy(info.policy, []<class P>() {
+    if constexpr (requires { P::base; }) return P::base;
+    else return 10000.0;  // xPos turns as the study's RoPE does
+  });
+  return info.rope.describe(policy_base, info.context);
 }
 
 // The validation loss at several lengths, in both protocols; a length a model cannot take (past
@@ -209,9 +279,10 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
         examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(),
         static_cast<long long>(info.step), info.context, data.val().size() - 1, "length", "non-overlapping",
         "sliding window");
+  if (!o.json && info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
-    const nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride);
+    nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride);
     if (!o.json) {
       if (row.contains("note"))
         std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
@@ -219,21 +290,71 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
         std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, row["non_overlapping"].get<double>(),
                     row["sliding"].get<double>(), stride);
     }
+    if (o.per_position && !row.contains("note")) {
+      const posenc::PositionLoss by_position = model.per_position_loss(data.val(), L);
+      nlohmann::json bins = nlohmann::json::array();
+      const std::size_t n = std::min(o.bins, L);
+      for (std::size_t b = 0; b < n; ++b) {
+        const std::size_t first = b * L / n, last = (b + 1) * L / n;
+        const double loss = by_position.mean_over(first, last);
+        bins.push_back({{"first", first}, {"last", last - 1}, {"loss", loss}});
+        if (!o.json) std::printf("          positions %5zu-%-5zu %8.4f\n", first, last - 1, loss);
+      }
+      row["per_position"] = {{"windows", by_position.windows}, {"bins", bins}};
+    }
     rows.push_back(row);
   }
-  if (o.json)
-    std::printf("%s\n", nlohmann::json{{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
-                                        {"trained_context", info.context}, {"split", "val"}, {"lengths", rows},
-                                        {"compute", examples::compute_json()}}
-                             .dump(2)
-                             .c_str());
+  if (o.json) {
+    nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
+                             {"trained_context", info.context}, {"split", "val"}, {"lengths", rows},
+                             {"compute", examples::compute_json()}};
+    if (info.rope.changes_anything()) result["rope_scaling"] = posenc::to_json(info.rope);
+    std::printf("%s\n", result.dump(2).c_str());
+  }
 }
 
-int evaluate(const EvalOptions& o) {
-  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
+// The copy probe (posenc::copy_probe) on the validation split at each distance.
+void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+                  const EvalOptions& o) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!o.json)
+    std::printf("%s (%s, step %lld), trained context %zu: the copy probe, %zu segments of the validation split\n"
+                "%8s  %18s  %18s  %18s\n",
+                o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
+                o.copy_segments, "distance", "first copy", "second copy", "drop");
+  for (const std::size_t n : o.copy_distances) {
+    if (2 * n > model.max_context()) {
+      const std::string note = "not applicable: needs " + std::to_string(2 * n) + " positions; the model accepts " +
+                               std::to_string(model.max_context());
+      if (!o.json) std::printf("%8zu  %s\n", n, note.c_str());
+      rows.push_back({{"distance", n}, {"note", note}});
+      continue;
+    }
+    const posenc::CopyProbe p = model.copy_probe(data.val(), n, o.copy_segments);
+    if (!o.json)
+      std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, p.first_copy_loss, p.first_copy_sd,
+                  p.second_copy_loss, p.second_copy_sd, p.drop, p.drop_sd);
+    rows.push_back({{"distance", n}, {"segments", p.segments}, {"first_copy_loss", p.first_copy_loss},
+                    {"first_copy_sd", p.first_copy_sd}, {"second_copy_loss", p.second_copy_loss},
+                    {"second_copy_sd", p.second_copy_sd}, {"drop", p.drop}, {"drop_sd", p.drop_sd}});
+  }
+  if (o.json) {
+    nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
+                             {"trained_context", info.context}, {"split", "val"}, {"copy_probe", rows}};
+    if (info.rope.changes_anything()) result["rope_scaling"] = posenc::to_json(info.rope);
+    std::printf("%s\n", result.dump(2).c_str());
+  }
+}
+
+int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
+  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint, rope, o.longest_length());
   const posenc::CheckpointInfo& info = checkpoint.info;
   posenc::AnyModel& model = *checkpoint.model;
   const posenc::CharDataset data = load_corpus(o.data, &checkpoint.tokenizer);
+  if (!o.copy_distances.empty()) {
+    probe_copies(model, info, data, o);
+    return 0;
+  }
   if (!o.contexts.empty()) {
     evaluate_lengths(model, info, data, o);
     return 0;
@@ -244,6 +365,7 @@ int evaluate(const EvalOptions& o) {
                  model.context_bounded_by_position_table() ? ", the rows of its position table)" : ")");
   nlohmann::json result = {{"checkpoint", o.checkpoint}, {"data", o.data}, {"posenc", info.policy},
                            {"step", info.step},          {"context", context}};
+  if (info.rope.changes_anything()) result["rope_scaling"] = posenc::to_json(info.rope);
   double train_loss, val_loss;
   if (o.estimate > 0) {
     train_loss = model.estimate_loss(data.train(), o.batch, context, o.estimate, 1337, "training split");
@@ -266,6 +388,7 @@ int evaluate(const EvalOptions& o) {
     std::printf("%s\n", result.dump(2).c_str());
   } else {
     std::printf("%s\n", examples::compute_summary().c_str());
+    if (info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
     std::printf("%s (%s, step %lld), context %zu, %s\n", o.checkpoint.c_str(), info.policy.c_str(),
                 static_cast<long long>(info.step), context,
                 o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
@@ -299,8 +422,8 @@ std::string describe_byte(const std::string& text, std::size_t i) {
   return "the character '" + text.substr(start, length) + "' (bytes " + hex(start, start + length) + ")";
 }
 
-int sample(const SampleOptions& o) {
-  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint);
+int sample(const SampleOptions& o, const examples::RopeOptions& rope) {
+  const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint, rope);
   const posenc::CharTokenizer& tokenizer = checkpoint.tokenizer;
   for (std::size_t i = 0; i < o.prompt.size(); ++i)
     if (!tokenizer.contains(o.prompt[i]))
@@ -363,8 +486,12 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
   examples::RunOptions run_options(*train_cmd, t.run);
+  examples::RopeOptions train_rope(*train_cmd);
   train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
+  train_cmd->add_option("--init-from", t.run.init_from.checkpoint,
+                        "Fine-tune: start from this checkpoint's parameters (its policy, size and vocabulary; a "
+                        "learned table interpolated to --context) with a new optimizer state, in a new run");
   train_cmd->add_option("--keep-checkpoints", t.keep_checkpoints,
                         "Checkpoints kept: those of the newest N evaluations and of the best validation estimate "
                         "(0: all)")
@@ -383,12 +510,32 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(1, longest_context))
       ->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
+  examples::RopeOptions eval_rope(*eval_cmd);
   eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
                                                  "non-overlapping and sliding-window (e.g. 128,256,512,1024)")
       ->delimiter(',')->check(whole_number_in(1, longest_context))->excludes("--estimate")->excludes("--context");
   eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")
       ->check(positive_integer)
       ->needs("--contexts");
+  eval_cmd->add_flag("--per-position", e.per_position,
+                     "With --contexts: the mean loss by position in the window, in --bins ranges")
+      ->needs("--contexts");
+  eval_cmd->add_option("--bins", e.bins, "Ranges of positions --per-position reports")
+      ->check(whole_number_in(1, longest_context))
+      ->needs("--per-position")
+      ->capture_default_str();
+  eval_cmd->add_option("--copy-probe", e.copy_distances,
+                       "The long-range copy probe: a validation segment of n characters repeated; the loss on the "
+                       "second copy against the first, at each distance n (e.g. 64,128,256,512)")
+      ->delimiter(',')
+      ->check(whole_number_in(2, longest_context))
+      ->excludes("--estimate")
+      ->excludes("--context")
+      ->excludes("--contexts");
+  eval_cmd->add_option("--copy-segments", e.copy_segments, "Segments the copy probe averages over")
+      ->check(whole_number_in(1, 1 << 20))
+      ->needs("--copy-probe")
+      ->capture_default_str();
 
   SampleOptions s;
   bool no_cache = false;
@@ -420,6 +567,7 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(0, UINT64_MAX))
       ->capture_default_str();
   sample_cmd->add_flag("--no-cache", no_cache, "Recompute the whole window for every token (slow; the reference)");
+  examples::RopeOptions sample_rope(*sample_cmd);
 
   try {
     app.parse(argc, argv);
@@ -438,7 +586,8 @@ int main(int argc, char** argv) {
     if (*train_cmd) {
       if (t.resume) {
         std::vector<std::string> fixed = run_options.names();
-        fixed.insert(fixed.end(), {"--posenc", "--seed"});
+        fixed.insert(fixed.end(), train_rope.names().begin(), train_rope.names().end());
+        fixed.insert(fixed.end(), {"--posenc", "--seed", "--init-from"});
         for (const std::string& name : fixed)
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
@@ -447,11 +596,16 @@ int main(int argc, char** argv) {
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
       run_options.apply();
+      if (!t.run.init_from.checkpoint.empty()) take_from_source(t.run, *train_cmd);
+      t.run.rope = train_rope.apply(t.run.rope);
+      if (t.run.rope.changes_anything() && !posenc::rotary_policy(t.run.posenc))
+        posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
+                     "xpos), not to ", t.run.posenc);
       return train(t, out, steps_given, world.group().get());
     }
-    if (*eval_cmd) return evaluate(e);
+    if (*eval_cmd) return evaluate(e, eval_rope);
     s.sampling.use_cache = !no_cache;
-    return sample(s);
+    return sample(s, sample_rope);
   } catch (const std::exception& error) {
     return examples::fail_and_exit(world, "shakespeare", error);
   }

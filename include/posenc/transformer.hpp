@@ -29,6 +29,7 @@
 #include "posenc/kernels/softmax.hpp"
 
 #include "posenc/encodings/all.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
@@ -48,7 +49,9 @@
 #include "posenc/train/any_model.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/gradient_clipping.hpp"
+#include "posenc/train/init_from.hpp"
 #include "posenc/train/optimizer_state.hpp"
+#include "posenc/train/position_probes.hpp"
 #include "posenc/train/run_config.hpp"
 #include "posenc/train/schedule.hpp"
 #include "posenc/train/train_config.hpp"

@@ -25,13 +25,19 @@ export POSENC_NUM_THREADS=1
 write_corpus corpus.txt 3
 policies="$("$bin" --list-posenc | cut -d' ' -f1)"
 [ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
-# cross_check RUN POLICY CONTEXTS...: shakespeare eval and the PyTorch model agree on RUN's model
+# cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval and the PyTorch model agree on
+# RUN's model, both given OPTIONS (RoPE scaling)
 cross_check() {
   local run="$1" policy="$2"
   shift 2
-  for context in "$@"; do
-    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json > posenc.json
-    "$python" "$root/tools/posenc_torch.py" "$run/model.safetensors" corpus.txt --context "$context" > torch.json
+  local contexts=() options=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do contexts+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && options=("$@")
+  for context in "${contexts[@]}"; do
+    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json "${options[@]}" \
+      > posenc.json
+    "$python" "$root/tools/posenc_torch.py" "$run/model.safetensors" corpus.txt --context "$context" "${options[@]}" \
+      > torch.json
     if "$python" - <<'PY'
 import json, sys
 a, b = json.load(open("posenc.json")), json.load(open("torch.json"))
@@ -40,9 +46,9 @@ print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss
 sys.exit(0 if ok else 1)
 PY
     then
-      pass "$run at context $context"
+      pass "$run at context $context ${options[*]}"
     else
-      failed "$run at context $context"
+      failed "$run at context $context ${options[*]}"
     fi
   done
 }
@@ -56,6 +62,19 @@ for policy in $policies; do
     cross_check "$policy" "$policy" 64 128
   fi
 done
+# RoPE scaling at 4× the trained context: each method for rope; YaRN (whose ramp depends on the
+# rotated dimensions) for the partial rotation and xPos; the pairing is the unscaled checks' business
+for method in linear ntk dynamic-ntk yarn; do
+  cross_check rope rope 256 -- --rope-scaling "$method" --rope-factor 4
+done
+for policy in rope-partial xpos; do
+  cross_check "$policy" "$policy" 256 -- --rope-scaling yarn --rope-factor 4
+done
+cross_check rope rope 128 -- --rope-base 500 --rope-scaling yarn --rope-factor 2 --yarn-beta-fast 16 \
+  --yarn-beta-slow 2 --yarn-attention-factor 1.2
+# a model trained with a scaling keeps it in its checkpoint, which both sides read
+"$bin" train --posenc rope "${small_run[@]}" --rope-scaling linear --rope-factor 2 --out rope-linear > /dev/null 2>&1
+cross_check rope-linear rope 64 128
 # a tied lm_head (no lm_head.weight in the file), PyTorch's initialisation, and the training settings
 "$bin" train --posenc kerple "${small_run[@]}" --tie-weights --init pytorch --lr-schedule cosine \
   --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --dropout 0.1 --out kerple-tied > /dev/null 2>&1

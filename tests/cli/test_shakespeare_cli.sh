@@ -347,6 +347,51 @@ if "$bin" eval --checkpoint full/model.safetensors --data short-split.txt --cont
 else
   failed "short split --contexts: $(cat short-lengths.txt)"
 fi
+# RoPE scaling changes the losses past the context (the PyTorch cross-check tests the values), is
+# reported, and is refused where it cannot apply
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --context 64 --json > plain64.json &&
+   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --context 64 --json --rope-scaling yarn \
+     --rope-factor 4 > yarn64.json &&
+   python3 -c 'import json,sys; a,b=json.load(open("plain64.json")),json.load(open("yarn64.json")); sys.exit(0 if abs(a["val_loss"]-b["val_loss"]) > 1e-5 and b["rope_scaling"]["method"]=="yarn" and "rope_scaling" not in a else 1)'; then
+  pass "eval --rope-scaling yarn changes the loss at 4x the context and says so"
+else
+  failed "eval --rope-scaling: $(cat plain64.json yarn64.json | head -c 600)"
+fi
+expect_error "a scaling without its factor" "yarn needs a factor > 1" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-scaling yarn
+expect_error "a RoPE scaling for a policy without rotations" "apply to rotary policies" \
+  "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2
+expect_error "a RoPE base of 1" "--rope-base" "$bin" sample --checkpoint full/model.safetensors --rope-base 1
+# per-position losses and the copy probe
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --per-position --bins 4 --json \
+     > positions.json &&
+   python3 -c 'import json,sys; r=json.load(open("positions.json"))["lengths"]; b=r[1]["per_position"]["bins"]; sys.exit(0 if len(b)==4 and b[3]["last"]==63 and all(x["loss"]>0 for x in b) else 1)'; then
+  pass "eval --per-position reports the mean loss in 4 ranges of positions"
+else
+  failed "eval --per-position: $(head -c 600 positions.json)"
+fi
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,200 --copy-segments 5 > copy.txt &&
+   grep -qE '^ +200 +[0-9.]+ ± +[0-9.]+' copy.txt &&
+   "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --copy-probe 8,16 > copy-learned.txt &&
+   grep -qE '^ +8 +[0-9.]+ ± ' copy-learned.txt &&
+   grep -q "16  not applicable: needs 32 positions; the model accepts 16" copy-learned.txt; then
+  pass "eval --copy-probe prints each distance's losses, and says which the model cannot take"
+else
+  failed "eval --copy-probe: $(cat copy.txt)"
+fi
+# Fine-tuning at a longer context from a checkpoint: the source's model (its first estimate is the
+# trained model's, not a fresh one's), recorded in config.json; learned's table is interpolated
+if "$bin" train --init-from full/model.safetensors --data corpus.txt --context 32 --batch 4 --steps 5 --eval-every 5 \
+     --eval-iters 2 --out tuned > tuned.log 2>&1 &&
+   "$bin" train --init-from learned/model.safetensors --data corpus.txt --context 32 --batch 4 --steps 5 \
+     --eval-every 5 --eval-iters 2 --out tuned-learned > tuned-learned.log 2>&1 &&
+   python3 -c 'import json,sys; c=json.load(open("tuned/config.json")); l=[json.loads(x) for x in open("tuned/log.jsonl")]; f=[json.loads(x) for x in open("full/log.jsonl")]; sys.exit(0 if c["init_from"]["checkpoint"]=="full/model.safetensors" and c["init_from"]["step"]==30 and c["init_from"]["context"]==16 and c["posenc"]=="rope" and c["context"]==32 and l[0]["val_loss"] < f[0]["val_loss"] - 0.2 else 1)'; then
+  pass "train --init-from fine-tunes a checkpoint at a longer context (rope, and learned's table interpolated)"
+else
+  failed "--init-from: $(tail -3 tuned.log tuned-learned.log)"
+fi
+expect_error "--init-from with another policy" "--posenc alibi differs from the --init-from checkpoint's rope" \
+  "$bin" train --init-from full/model.safetensors --posenc alibi --data corpus.txt --out tuned-bad
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
 finish

@@ -84,4 +84,9 @@ decltype(auto) with_policy(std::string_view name, F&& f) {
   }(static_cast<AllPolicies*>(nullptr));
 }
 
+// Whether the policy named `name` takes a RoPE base and scaling (is_rotary_policy).
+inline bool rotary_policy(std::string_view name) {
+  return with_policy(name, []<class P>() { return is_rotary_policy<P>; });
+}
+
 }  // namespace posenc

@@ -36,9 +36,6 @@ namespace posenc {
 // flag, so a misspelled or undeclared hook is a compile error instead of a call never made.
 //   rotates_qk               void rotate(S* vec, std::size_t position) const     q or k of one head, in place
 //                            void unrotate(S* grad, std::size_t position) const  the transpose of rotate
-//                            A rolling key/value cache moves a key turned at p back to p − Δ with
-//                            unrotate(key, Δ), so turns must compose: true of angles (and scales)
-//                            linear in the position, as RoPE's and xPos's are
 //   rotates_keys_separately  (with rotates_qk) rotate_key / unrotate_key, the same signatures, for
 //                            keys transformed differently from queries (xPos)
 //   biases_scores            void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 
 namespace posenc {
 
@@ -61,10 +62,10 @@ struct BasicRoPE {
     static_assert(pairs >= 1, "RoPE: the rotated fraction leaves no pair of dimensions to rotate");
     static constexpr std::size_t rotated = 2 * pairs;
 
-    Attention(ParameterTable&, std::string_view, std::size_t context) { extend(context); }
+    Attention(ParameterTable&, std::string_view, std::size_t context) : context_(context) { extend(context); }
 
     struct Hooks : RotaryHooks {
-      const S* cos;  // (positions, pairs)
+      const S* cos;  // (positions, pairs), times the scaling's magnitude
       const S* sin;
 
       // Pair p = (a, b) ← (a cos θ − b sin θ,  a sin θ + b cos θ)
@@ -93,20 +94,43 @@ struct BasicRoPE {
       return Hooks{{}, cos_.data(), sin_.data()};
     }
 
+    // Another base or a stretch past the trained context (rope_scaling.hpp), from the next bind on.
+    void set_rope_scaling(const RopeScaling& scaling) {
+      scaling.validate();
+      scaling_ = scaling;
+      frequencies_ = {};
+      extend(context_);
+    }
+    const RopeScaling& rope_scaling() const { return scaling_; }
+
    private:
     // Angles are computed in double and grow on demand, so longer sequences are rotated exactly.
+    // Dynamic NTK's angles depend on the sequence's length past L: its table is rebuilt for each
+    // new length there.
     void extend(std::size_t T) {
+      const std::size_t L = scaling_.original_context != 0 ? scaling_.original_context : context_;
+      const std::size_t length_key = scaling_.method == RopeScalingMethod::dynamic_ntk && T > L ? T : 0;
+      if (frequencies_.per_position.empty() || length_key != frequencies_for_) {
+        frequencies_ = rope_frequencies(Base, rotated, scaling_, T, context_);
+        frequencies_for_ = length_key;
+        cos_.clear();
+        sin_.clear();
+      }
       const std::size_t rows = cos_.size() / pairs;
       if (rows >= T) return;
       cos_.resize(T * pairs);
       sin_.resize(T * pairs);
       for (std::size_t p = rows; p < T; ++p)
         for (std::size_t i = 0; i < pairs; ++i) {
-          const double angle = rope_angle(p, i, rotated, Base);
-          cos_[p * pairs + i] = static_cast<S>(std::cos(angle));
-          sin_[p * pairs + i] = static_cast<S>(std::sin(angle));
+          const double angle = static_cast<double>(p) * frequencies_.per_position[i];
+          cos_[p * pairs + i] = static_cast<S>(frequencies_.magnitude * std::cos(angle));
+          sin_[p * pairs + i] = static_cast<S>(frequencies_.magnitude * std::sin(angle));
         }
     }
+    std::size_t context_;
+    RopeScaling scaling_;
+    RopeFrequencies frequencies_;
+    std::size_t frequencies_for_ = 0;  // dynamic NTK: the length frequencies_ were computed for
     std::vector<S> cos_;
     std::vector<S> sin_;
   };

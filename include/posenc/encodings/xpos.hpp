@@ -64,6 +64,10 @@ struct BasicXPos {
       return Hooks{{}, rotary_.bind(store, T), scale_.data()};
     }
 
+    // The turn's base and stretch (rope_scaling.hpp); the decay ζ^(n/ScaleBase) stays as it is.
+    void set_rope_scaling(const RopeScaling& scaling) { rotary_.set_rope_scaling(scaling); }
+    const RopeScaling& rope_scaling() const { return rotary_.rope_scaling(); }
+
    private:
     void extend(std::size_t T) {
       for (std::size_t p = scale_.size() / half; p < T; ++p)

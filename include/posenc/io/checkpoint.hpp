@@ -20,6 +20,41 @@ namespace posenc {
 
 inline constexpr const char* checkpoint_format = "posenc-checkpoint-1";
 
+// A RopeScaling as JSON, for checkpoints' metadata and run configurations: the method's name,
+// the factor, and each other setting only when it is given.
+inline nlohmann::json to_json(const RopeScaling& s) {
+  nlohmann::json j = {{"method", rope_scaling_name(s.method)}, {"factor", s.factor},
+                      {"beta_fast", s.beta_fast}, {"beta_slow", s.beta_slow}};
+  if (s.base) j["base"] = *s.base;
+  if (s.original_context != 0) j["original_context"] = s.original_context;
+  if (s.attention_factor) j["attention_factor"] = *s.attention_factor;
+  return j;
+}
+
+// Reads what to_json wrote; a missing or mistyped entry, an unknown method or a value out of
+// range is an error naming `where`.
+inline RopeScaling rope_scaling_from_json(const nlohmann::json& j, std::string_view where) {
+  RopeScaling s;
+  try {
+    const std::string method = j.at("method").get<std::string>();
+    const auto parsed = parse_rope_scaling(method);
+    if (!parsed) fail("unknown method '", method, "'");
+    s.method = *parsed;
+    s.factor = j.at("factor").get<double>();
+    s.beta_fast = j.value("beta_fast", s.beta_fast);
+    s.beta_slow = j.value("beta_slow", s.beta_slow);
+    if (j.contains("base")) s.base = j.at("base").get<double>();
+    s.original_context = j.value("original_context", std::size_t{0});
+    if (j.contains("attention_factor")) s.attention_factor = j.at("attention_factor").get<double>();
+    s.validate();
+  } catch (const nlohmann::json::exception& e) {
+    fail(where, ": not a RoPE scaling: ", e.what());
+  } catch (const Error& e) {
+    fail(where, ": ", e.what());
+  }
+  return s;
+}
+
 // What a checkpoint's __metadata__ says about the model (all stored as strings, as the format
 // requires).
 struct CheckpointInfo {
@@ -30,13 +65,14 @@ struct CheckpointInfo {
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;  // of the training GEMMs; the parameters are F32 either way
   bool tie_weights = false;               // ModelConfig::tie_weights: the file has no lm_head.weight
+  RopeScaling rope = {};                  // ModelConfig::rope (metadata "rope_scaling", when not the default)
 
   // The configuration of the model the checkpoint holds, accepting sequences up to max_context
   // (0: the model's default).
   ModelConfig model_config(std::size_t max_context_wanted = 0) const {
     return ModelConfig{.vocab_size = vocabulary.size(), .context = context,
                        .max_context = max_context_wanted != 0 ? max_context_wanted : max_context,
-                       .tie_weights = tie_weights};
+                       .tie_weights = tie_weights, .rope = rope};
   }
 };
 
@@ -115,6 +151,11 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
       fail("checkpoint '", file.source(), "': metadata 'tie_weights' is '", it->second, "', not true or false");
     info.tie_weights = it->second == "true";
   }
+  if (const auto it = file.metadata().find("rope_scaling"); it != file.metadata().end()) {
+    const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) fail("checkpoint '", file.source(), "': metadata 'rope_scaling' is not JSON");
+    info.rope = rope_scaling_from_json(j, "checkpoint '" + file.source() + "': metadata 'rope_scaling'");
+  }
   if (info.layers == 0 || info.dim == 0 || info.heads == 0 || info.context == 0)
     fail("checkpoint '", file.source(), "': layers, dim, heads and context must be positive");
   return info;
@@ -144,6 +185,7 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("precision", precision_name(model.config().precision));
   writer.add_metadata("tie_weights", model.config().tie_weights ? "true" : "false");
   writer.add_metadata("dropout", std::to_string(model.config().dropout));  // of training; evaluation has none
+  if (model.config().rope.changes_anything()) writer.add_metadata("rope_scaling", to_json(model.config().rope).dump());
   for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
   for (const ParameterInfo& e : model.parameter_table().entries())
     writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);

@@ -14,6 +14,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/kernels/cross_entropy.hpp"
 #include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/embedding.hpp"
@@ -59,6 +60,9 @@ struct ModelConfig {
   // The linear layers' GEMMs in forward and backward (bf16: operands rounded to bfloat16, float
   // accumulation; parameters, optimizer and losses stay Scalar). Generation always uses Scalar.
   Precision precision = Precision::fp32;
+  // A rotary policy's base and stretch past the trained context (linear, NTK, dynamic NTK, YaRN;
+  // encodings/rope_scaling.hpp). The default changes nothing; other policies refuse anything else.
+  RopeScaling rope = {};
 };
 
 // token embedding + the policy's position signal → Layers × DecoderBlock → final LN → lm_head.
@@ -101,6 +105,7 @@ class CharTransformer {
                                       : default_max_context_factor * config.context;
     max_context_ = std::min(requested, position_.max_positions());
     store_.initialize(config.seed, config.embedding_std, config.init);
+    set_rope_scaling(config.rope);
     num_threads();  // applies the default thread count if the program has not chosen one
     warn_once_about_slow_gemm();
   }
@@ -161,7 +166,7 @@ class CharTransformer {
   // position. On a full cache, policies that roll (cache_rolls) attend to the last capacity()
   // tokens: the bias is that of the window's positions, oldest first, as forward() of the window
   // would add it; rotations continue at the sequence's positions, moved back by the capacity
-  // (rebase_keys) whenever they reach twice it, so tables stay bounded.
+  // (turn_keys_again) whenever they reach twice it, so tables stay bounded.
   TensorView<const S> forward_step(TokenId token, KVCache<S>& cache) {
     if (token < 0 || static_cast<std::size_t>(token) >= vocab_size())
       fail("CharTransformer::forward_step: token id ", token, " is outside the vocabulary [0, ",
@@ -173,9 +178,10 @@ class CharTransformer {
       } else {
         cache.evict_oldest();
         if (cache.next_position() == 2 * cache.capacity()) {
-          for (std::size_t l = 0; l < Layers; ++l)
-            blocks_[l].rebase_keys(cache.keys(l), cache.window(), cache.capacity(), store_);
           cache.rebase(cache.capacity());
+          const std::size_t first = cache.next_position() - cache.length();
+          for (std::size_t l = 0; l < Layers; ++l)
+            blocks_[l].turn_keys_again(cache.keys(l), cache.unturned_keys(l), cache.window(), first, store_);
         }
       }
     }
@@ -186,7 +192,8 @@ class CharTransformer {
     embedding_forward(x, &token, p[wte_], table != nullptr ? table + pos * Dim : nullptr, 1, 1,
                       Dim, vocab_size());
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward_step(x, cache.keys(l), cache.values(l), pos, cache.window(true), cache.scratch(), store_);
+      blocks_[l].forward_step(x, cache.keys(l), cache.values(l), cache.unturned_keys(l), pos, cache.window(true),
+                              cache.scratch(), store_);
     ws_.step_ln.resize(Dim);
     ws_.step_logits.resize(vocab_size());
     S mean, rstd;
@@ -196,6 +203,15 @@ class CharTransformer {
     cache.advance();
     return view_of<const S>(ws_.step_logits.data(), {vocab_size()});
   }
+
+  // A rotary policy's base and stretch from the next pass on (ModelConfig::rope); throws
+  // posenc::Error for settings out of range or a policy that does not rotate.
+  void set_rope_scaling(const RopeScaling& scaling) {
+    scaling.validate();
+    for (auto& block : blocks_) block.set_rope_scaling(scaling);
+    config_.rope = scaling;
+  }
+  static constexpr bool rotary = Block::rotary;
 
   // Makes the following loss/backward passes training passes, with dropout masks drawn from
   // `pass` (a trainer's key of its seed and step) and each sequence's index in the pass's whole

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/kernels/attention.hpp"
 #include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/fast_attention.hpp"
@@ -112,6 +113,19 @@ class DecoderBlock {
         causal_(causal),
         precision_(precision) {}
 
+  // Whether the policy turns q and k by a table a RopeScaling can change (rope_scaling.hpp).
+  static constexpr bool rotary = requires(PositionHooks& p, const RopeScaling& s) { p.set_rope_scaling(s); };
+  // A rotary policy's base and stretch past the trained context; any other policy refuses a
+  // setting that would change something, rather than ignore it.
+  void set_rope_scaling(const RopeScaling& scaling) {
+    if constexpr (rotary) {
+      position_.set_rope_scaling(scaling);
+    } else if (scaling.changes_anything()) {
+      fail("rope scaling: ", PosEnc::name, " does not turn q and k, so a RoPE base or scaling does not apply to it "
+           "(rope, rope-interleaved, rope-partial and xpos take them)");
+    }
+  }
+
   // out (B,T,D), inp (B,T,D). The training path: posenc::fast kernels, which tests/
   // test_fast_kernels.cpp checks against the reference kernels. With an active `dropout` (this
   // layer's mask of a training pass; the batch's sequences are first_sequence…), nanoGPT's three
@@ -206,19 +220,23 @@ class DecoderBlock {
   // `pos`: x (D) is the block's input and receives its output; keys and values (Heads, capacity,
   // head_dim) are this layer's cache rings, whose `window` holds the (rotated) keys and values the
   // new position attends to, its own last, in the slot this writes.
-  void forward_step(S* x, S* keys, S* values, std::size_t pos, const CacheWindow& window,
+  void forward_step(S* x, S* keys, S* values, S* unturned_keys, std::size_t pos, const CacheWindow& window,
                     StepScratch<S>& sc, ParameterStore<S>& store) {
     const auto& p = store.values;
     auto hooks = position_.bind(store, std::max(pos + 1, window.count));
     layernorm_forward(sc.ln.data(), &sc.mean, &sc.rstd, x, p[w_.ln_1_w], p[w_.ln_1_b], 1, Dim);
     linear_forward(sc.qkv.data(), sc.ln.data(), p[w_.c_attn_w], p[w_.c_attn_b], 1, Dim, 3 * Dim);
+    const std::size_t slot = window.slot(window.count - 1);
     if constexpr (decltype(hooks)::rotates_qk) {
+      for (std::size_t h = 0; h < Heads; ++h) {
+        const S* k = sc.qkv.data() + Dim + h * head_dim;
+        std::copy(k, k + head_dim, unturned_keys + (h * window.capacity + slot) * head_dim);
+      }
       for (std::size_t h = 0; h < Heads; ++h) {
         hooks.rotate(sc.qkv.data() + h * head_dim, pos);
         rotate_key(hooks, sc.qkv.data() + Dim + h * head_dim, pos);
       }
     }
-    const std::size_t slot = window.slot(window.count - 1);
     for (std::size_t h = 0; h < Heads; ++h) {
       const S* k = sc.qkv.data() + Dim + h * head_dim;
       std::copy(k, k + head_dim, keys + (h * window.capacity + slot) * head_dim);
@@ -236,16 +254,20 @@ class DecoderBlock {
     for (std::size_t i = 0; i < Dim; ++i) x[i] += sc.res1[i];
   }
 
-  // Moves the cached keys of `held` back by `delta` positions: a key rotated at p becomes the key
-  // rotated at p − delta by the transpose of the query's turn at delta (for RoPE the turn by
-  // −delta; for xPos also the scale ζ^(delta/ScaleBase)), which a rolling cache does so that
-  // positions, and the angle tables they index, stay bounded. Nothing to do without rotations.
-  void rebase_keys(S* keys, const CacheWindow& held, std::size_t delta, ParameterStore<S>& store) {
+  // Turns the cached keys of `held` again, the j-th at position first_position + j, from the
+  // unturned keys kept beside them: a rolling cache moves its positions back this way, so that they
+  // (and the angle tables they index) stay bounded. Exact for any rotation, a magnitude (YaRN's)
+  // included. Nothing to do without rotations.
+  void turn_keys_again(S* keys, const S* unturned_keys, const CacheWindow& held, std::size_t first_position,
+                       ParameterStore<S>& store) {
     if constexpr (BoundHooks::rotates_qk) {
-      const auto hooks = position_.bind(store, delta + 1);
+      const auto hooks = position_.bind(store, first_position + held.count);
       for (std::size_t j = 0; j < held.count; ++j)
-        for (std::size_t h = 0; h < Heads; ++h)
-          hooks.unrotate(keys + (h * held.capacity + held.slot(j)) * head_dim, delta);
+        for (std::size_t h = 0; h < Heads; ++h) {
+          const std::size_t row = (h * held.capacity + held.slot(j)) * head_dim;
+          std::copy(unturned_keys + row, unturned_keys + row + head_dim, keys + row);
+          rotate_key(hooks, keys + row, first_position + j);
+        }
     }
   }
 

@@ -13,7 +13,8 @@ template <std::floating_point S>
 class KVCache {
  public:
   KVCache(std::size_t layers, std::size_t capacity, std::size_t dim)
-      : capacity_(capacity), dim_(dim), keys_(layers * capacity * dim), values_(layers * capacity * dim) {
+      : capacity_(capacity), dim_(dim), keys_(layers * capacity * dim), values_(layers * capacity * dim),
+        unturned_keys_(layers * capacity * dim) {
     scratch_.resize(dim, capacity);
     x_.resize(dim);
   }
@@ -32,6 +33,8 @@ class KVCache {
   // each position is) of consecutive rows, which attention reads as matrices
   S* keys(std::size_t layer) { return keys_.data() + layer * capacity_ * dim_; }
   S* values(std::size_t layer) { return values_.data() + layer * capacity_ * dim_; }
+  // the keys before the encoding turned them, for a rebase to turn them at new positions
+  S* unturned_keys(std::size_t layer) { return unturned_keys_.data() + layer * capacity_ * dim_; }
   // The held positions; with_next: and the next one (where forward_step writes before attending).
   CacheWindow window(bool with_next = false) const { return {first_, length_ + (with_next ? 1 : 0), capacity_}; }
   StepScratch<S>& scratch() { return scratch_; }
@@ -47,13 +50,13 @@ class KVCache {
     ++length_;
     ++next_position_;
   }
-  // Every held position moved back by `delta` (the model has moved the keys' rotations).
+  // Every held position moved back by `delta` (the model has turned the keys again).
   void rebase(std::size_t delta) { next_position_ -= delta; }
 
  private:
   std::size_t capacity_, dim_;
   std::size_t length_ = 0, first_ = 0, next_position_ = 0, evicted_ = 0;
-  std::vector<S> keys_, values_;  // (layers, heads, capacity, head_dim)
+  std::vector<S> keys_, values_, unturned_keys_;  // (layers, heads, capacity, head_dim)
   StepScratch<S> scratch_;
   std::vector<S> x_;              // (D) the residual stream of the current position
 };

@@ -22,6 +22,8 @@
 #include "posenc/model/generation.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/process_group.hpp"
+#include "posenc/train/init_from.hpp"
+#include "posenc/train/position_probes.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
@@ -43,8 +45,16 @@ class AnyModel {
   virtual double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                                std::size_t iterations, std::uint64_t seed, std::string_view split_name) = 0;
   virtual void load_parameters(const SafetensorsFile& file) = 0;
+  // initialize_from_checkpoint: the file's parameters for this model's context (fine-tuning).
+  virtual void initialize_from(const SafetensorsFile& file, const CheckpointInfo& source) = 0;
   virtual std::vector<TokenId> generate(const std::vector<TokenId>& prompt, std::size_t count,
                                         const SamplingOptions& options) = 0;
+  virtual PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length) = 0;
+  virtual CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments) = 0;
+  // Whether the policy turns q and k (RoPE's kin), and the base and stretch it turns them with.
+  virtual bool rotary() const = 0;
+  virtual const RopeScaling& rope_scaling() const = 0;
+  virtual void set_rope_scaling(const RopeScaling& scaling) = 0;
 };
 
 // AnyModel implemented by one CharTransformer.
@@ -57,6 +67,15 @@ class ModelOf final : public AnyModel {
   std::size_t parameter_count() const override { return model_.parameter_count(); }
   std::size_t max_context() const override { return model_.max_context(); }
   bool context_bounded_by_position_table() const override { return model_.context_bounded_by_position_table(); }
+  PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length) override {
+    return posenc::per_position_loss(model_, tokens, length);
+  }
+  CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments) override {
+    return posenc::copy_probe(model_, tokens, distance, segments);
+  }
+  bool rotary() const override { return Model::rotary; }
+  const RopeScaling& rope_scaling() const override { return model_.config().rope; }
+  void set_rope_scaling(const RopeScaling& scaling) override { model_.set_rope_scaling(scaling); }
   std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
                                 bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) override {
     return run_training(model_, data, config, run, resume, callbacks, group);
@@ -73,10 +92,14 @@ class ModelOf final : public AnyModel {
     return posenc::estimate_loss(model_, tokens, batch, context, iterations, seed, split_name);
   }
   void load_parameters(const SafetensorsFile& file) override { posenc::load_parameters(model_, file); }
+  void initialize_from(const SafetensorsFile& file, const CheckpointInfo& source) override {
+    initialize_from_checkpoint(model_, file, source);
+  }
   std::vector<TokenId> generate(const std::vector<TokenId>& prompt, std::size_t count,
                                 const SamplingOptions& options) override {
     return posenc::generate(model_, prompt, count, options);
   }
+
 
  private:
   Model model_;

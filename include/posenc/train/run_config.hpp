@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/io/checkpoint.hpp"
 #include "posenc/kernels/precision.hpp"
 #include "posenc/model/aliases.hpp"
 #include "posenc/model/char_transformer.hpp"
@@ -35,6 +36,14 @@ inline std::string corpus_digest(std::string_view text) {
   return buf;
 }
 
+// Where a fine-tuning run started: the checkpoint, its step and the context it was trained at.
+struct InitFrom {
+  std::string checkpoint;  // empty: the run starts from ModelConfig's initialisation
+  std::int64_t step = 0;
+  std::size_t context = 0;
+  bool operator==(const InitFrom&) const = default;
+};
+
 struct RunConfig {
   std::string posenc = "rope";
   std::size_t layers = study_layers, dim = study_dim, heads = study_heads;
@@ -44,6 +53,8 @@ struct RunConfig {
   bool tie_weights = false;               // ModelConfig::tie_weights
   double dropout = 0;                     // ModelConfig::dropout
   Precision precision = Precision::fp32;  // ModelConfig::precision
+  RopeScaling rope = {};                  // ModelConfig::rope
+  InitFrom init_from = {};                // initialize_from_checkpoint's source, for fine-tuning
   std::string data;                       // the corpus's path
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
 
@@ -52,7 +63,7 @@ struct RunConfig {
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
                        .embedding_std = embedding_std, .init = init, .tie_weights = tie_weights,
-                       .dropout = dropout, .precision = precision};
+                       .dropout = dropout, .precision = precision, .rope = rope};
   }
   // Whether two configurations give the same numbers: every field but the corpus's path, so a
   // corpus that moved is the same corpus (its digest says so).
@@ -104,11 +115,15 @@ inline nlohmann::json to_json(const RunConfig& c) {
             {"precision", precision_name(c.precision)},
             {"data", c.data},
             {"data_digest", c.data_digest}});
+  if (c.rope.changes_anything()) j["rope"] = to_json(c.rope);  // absent: the default, as before it existed
+  if (!c.init_from.checkpoint.empty())
+    j["init_from"] = {{"checkpoint", c.init_from.checkpoint}, {"step", c.init_from.step},
+                      {"context", c.init_from.context}};
   return j;
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, dropout, and TrainConfig's, see train_config_from_json)
+// precision, data_digest, init, tie_weights, dropout, rope, init_from, and TrainConfig's, see train_config_from_json)
 // takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
 inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view where) {
@@ -126,6 +141,12 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
     c.precision = parse_precision(j.value("precision", std::string("fp32")));
     c.data = j.at("data").get<std::string>();
     c.data_digest = j.value("data_digest", std::string());
+    if (j.contains("rope")) c.rope = rope_scaling_from_json(j.at("rope"), std::string(where) + ": rope");
+    if (j.contains("init_from")) {
+      const nlohmann::json& from = j.at("init_from");
+      c.init_from = {from.at("checkpoint").get<std::string>(), from.at("step").get<std::int64_t>(),
+                     from.at("context").get<std::size_t>()};
+    }
     if (c.data_digest.empty() && c.data.starts_with("fnv1a64:")) c.data_digest = std::exchange(c.data, "");
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -1,0 +1,173 @@
+// RopeScaling, rope_frequencies: a rotary encoding's base and its stretch past the trained context, chosen at run time.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <numbers>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "posenc/config.hpp"
+
+namespace posenc {
+
+// How a rotary encoding reaches past the context it was trained at (the methods of llama.cpp's
+// --rope-scaling, x-transformers and the YaRN paper's reference code, scaled_rope).
+enum class RopeScalingMethod {
+  none,         // the trained angles
+  linear,       // Position Interpolation (Chen et al. 2023): positions divided by the factor
+  ntk,          // NTK-aware (bloc97): the base raised to base·s^(r/(r−2)), every pair's angle kept at the highest
+  dynamic_ntk,  // NTK with s from the sequence's length: s' = s·T/L − (s − 1) once T > L (Hugging Face)
+  yarn,         // YaRN (Peng et al. 2023): NTK-by-parts interpolation and a magnitude 0.1·ln s + 1 on q and k
+};
+
+inline constexpr std::array<std::pair<RopeScalingMethod, std::string_view>, 5> rope_scaling_names = {{
+    {RopeScalingMethod::none, "none"},
+    {RopeScalingMethod::linear, "linear"},
+    {RopeScalingMethod::ntk, "ntk"},
+    {RopeScalingMethod::dynamic_ntk, "dynamic-ntk"},
+    {RopeScalingMethod::yarn, "yarn"},
+}};
+
+inline std::string_view rope_scaling_name(RopeScalingMethod method) {
+  for (const auto& [m, name] : rope_scaling_names)
+    if (m == method) return name;
+  return "?";
+}
+
+inline std::optional<RopeScalingMethod> parse_rope_scaling(std::string_view name) {
+  for (const auto& [m, n] : rope_scaling_names)
+    if (n == name) return m;
+  return std::nullopt;
+}
+
+// A rotary policy's run-time settings. The default changes nothing.
+struct RopeScaling {
+  RopeScalingMethod method = RopeScalingMethod::none;
+  double factor = 1;                // s: the context to reach over the original one
+  std::optional<double> base = std::nullopt;  // replaces the policy's base (llama.cpp's --rope-freq-base)
+  std::size_t original_context = 0;  // L, the trained context s stretches; 0: the model's training context
+  // YaRN: pairs turning more than beta_fast times over L keep their angles, fewer than beta_slow
+  // times are interpolated, a linear ramp between (the paper's α = 1, β = 32).
+  double beta_fast = 32, beta_slow = 1;
+  // YaRN's magnitude on q and k; by default 0.1·ln s + 1
+  std::optional<double> attention_factor = std::nullopt;
+
+  bool scales() const { return method != RopeScalingMethod::none; }
+  bool changes_anything() const { return scales() || base.has_value(); }
+  bool operator==(const RopeScaling&) const = default;
+
+  // Throws posenc::Error naming the first setting out of its range.
+  void validate() const {
+    if (base && !(*base > 1 && std::isfinite(*base)))
+      fail("rope scaling: the base must be a finite number > 1, got ", *base);
+    if (!(factor >= 1 && std::isfinite(factor)))
+      fail("rope scaling: the factor must be a finite number ≥ 1, got ", factor);
+    if (scales() && factor == 1)
+      fail("rope scaling: ", rope_scaling_name(method), " needs a factor > 1 (--rope-factor)");
+    if (!(beta_fast > beta_slow && beta_slow > 0 && std::isfinite(beta_fast)))
+      fail("rope scaling: YaRN needs 0 < beta_slow < beta_fast, got beta_slow ", beta_slow, " and beta_fast ",
+           beta_fast);
+    if (attention_factor && !(*attention_factor > 0 && std::isfinite(*attention_factor)))
+      fail("rope scaling: the attention factor must be a finite number > 0, got ", *attention_factor);
+  }
+
+  // One line for logs and reports, e.g. "yarn ×4 (base 10000, L 128)".
+  std::string describe(double policy_base, std::size_t context) const;
+};
+
+// What a rotary table needs: each pair's angle per position (radians) and the magnitude q and k
+// are multiplied by (1 but for YaRN).
+struct RopeFrequencies {
+  std::vector<double> per_position;  // (rotated/2): pair i turns per_position[i]·p at position p
+  double magnitude = 1;
+};
+
+namespace detail {
+// YaRN's reference code: the (fractional) pair index whose pair turns `rotations` times over L
+// positions, of `rotated` dimensions with `base`.
+inline double yarn_pair_of_rotations(double rotations, std::size_t rotated, double base, double L) {
+  return static_cast<double>(rotated) * std::log(L / (rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
+}
+}  // namespace detail
+
+// The angles of `rotated` dimensions (pairs 0…rotated/2−1) under `scaling`, for a sequence of T
+// positions (only dynamic NTK depends on T) of a model trained at `context`. The policy's own base
+// is `policy_base` unless scaling.base replaces it.
+inline RopeFrequencies rope_frequencies(double policy_base, std::size_t rotated, const RopeScaling& scaling,
+                                        std::size_t T, std::size_t context) {
+  const double base = scaling.base.value_or(policy_base);
+  const double s = scaling.factor;
+  const double L = static_cast<double>(scaling.original_context != 0 ? scaling.original_context : context);
+  const double r = static_cast<double>(rotated);
+  const std::size_t pairs = rotated / 2;
+  auto plain = [&](double b) {
+    std::vector<double> f(pairs);
+    for (std::size_t i = 0; i < pairs; ++i) f[i] = std::pow(b, -2.0 * static_cast<double>(i) / r);
+    return f;
+  };
+  RopeFrequencies out;
+  switch (scaling.method) {
+    case RopeScalingMethod::none: out.per_position = plain(base); break;
+    case RopeScalingMethod::linear:
+      out.per_position = plain(base);
+      for (double& f : out.per_position) f /= s;
+      break;
+    case RopeScalingMethod::ntk: out.per_position = plain(base * std::pow(s, r / (r - 2))); break;
+    case RopeScalingMethod::dynamic_ntk: {
+      const double t = static_cast<double>(T);
+      const double stretch = t > L ? s * t / L - (s - 1) : 1.0;
+      out.per_position = plain(base * std::pow(stretch, r / (r - 2)));
+      break;
+    }
+    case RopeScalingMethod::yarn: {
+      // ramp 0 below pair `low`, 1 above `high`: 1 interpolates (θ/s), 0 keeps θ
+      const double low = std::max(0.0, std::floor(detail::yarn_pair_of_rotations(scaling.beta_fast, rotated, base, L)));
+      double high = std::min(static_cast<double>(rotated) - 1,
+                             std::ceil(detail::yarn_pair_of_rotations(scaling.beta_slow, rotated, base, L)));
+      if (high == low) high += 0.001;
+      out.per_position = plain(base);
+      for (std::size_t i = 0; i < pairs; ++i) {
+        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+        out.per_position[i] *= (1 - ramp) + ramp / s;
+      }
+      out.magnitude = scaling.attention_factor.value_or(s > 1 ? 0.1 * std::log(s) + 1 : 1.0);
+      break;
+    }
+  }
+  return out;
+}
+
+// Whether policy P turns q and k by a table a RopeScaling changes: its Attention has
+// set_rope_scaling (rope, rope-interleaved, rope-partial, xpos).
+template <class P>
+inline constexpr bool is_rotary_policy =
+    requires(typename P::template Attention<float, 1, 64>& attention, const RopeScaling& scaling) {
+      attention.set_rope_scaling(scaling);
+    };
+
+inline std::string RopeScaling::describe(double policy_base, std::size_t context) const {
+  std::string text(rope_scaling_name(method));
+  char buf[160];
+  if (scales()) {
+    std::snprintf(buf, sizeof buf, " ×%g", factor);
+    text += buf;
+  }
+  std::snprintf(buf, sizeof buf, " (base %g, L %zu", base.value_or(policy_base),
+                original_context != 0 ? original_context : context);
+  text += buf;
+  if (method == RopeScalingMethod::yarn) {
+    std::snprintf(buf, sizeof buf, ", beta_fast %g, beta_slow %g, magnitude %g", beta_fast, beta_slow,
+                  attention_factor.value_or(factor > 1 ? 0.1 * std::log(factor) + 1 : 1.0));
+    text += buf;
+  }
+  return text + ")";
+}
+
+}  // namespace posenc

@@ -1,0 +1,137 @@
+// per_position_loss() and copy_probe(): where in a window a model's loss rises, and whether it retrieves from far back.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+namespace detail {
+
+// −log softmax(logits(b, t, ·))[target], in double.
+template <class Logits>
+double token_loss(const Logits& logits, std::size_t b, std::size_t t, std::size_t V, TokenId target) {
+  double top = logits(b, t, 0);
+  for (std::size_t v = 1; v < V; ++v) top = std::max(top, static_cast<double>(logits(b, t, v)));
+  double sum = 0;
+  for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits(b, t, v)) - top);
+  return top + std::log(sum) - static_cast<double>(logits(b, t, static_cast<std::size_t>(target)));
+}
+
+// Mean and sample standard deviation.
+inline std::pair<double, double> mean_and_sd(const std::vector<double>& x) {
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  double ss = 0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  return {mean, x.size() > 1 ? std::sqrt(ss / static_cast<double>(x.size() - 1)) : 0.0};
+}
+
+}  // namespace detail
+
+// The mean loss at each position t of a window of `length` tokens: the split cut into its
+// non-overlapping full windows (a shorter last one is left out, so every position is averaged
+// over the same windows), window w predicting tokens[w·L + t + 1] from tokens[w·L … w·L + t].
+// A rise past the trained context shows where it starts.
+struct PositionLoss {
+  std::size_t length = 0;
+  std::size_t windows = 0;         // how many windows each position is averaged over
+  std::vector<double> mean_loss;   // (length)
+
+  // The mean over positions [first, last).
+  double mean_over(std::size_t first, std::size_t last) const {
+    double s = 0;
+    for (std::size_t t = first; t < last; ++t) s += mean_loss[t];
+    return s / static_cast<double>(last - first);
+  }
+};
+
+template <class Model>
+PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t length,
+                               std::size_t batch = 8) {
+  if (length == 0 || batch == 0) fail("per_position_loss: the length and the batch must be positive");
+  if (length > model.max_context())
+    fail("per_position_loss: a window of ", length, " tokens exceeds the model's maximum context ",
+         model.max_context());
+  const std::size_t windows = tokens.empty() ? 0 : (tokens.size() - 1) / length;
+  if (windows == 0)
+    fail("per_position_loss: the split has ", tokens.size(), " tokens, too few for one window of ", length);
+  PositionLoss out{length, windows, std::vector<double>(length, 0.0)};
+  const std::size_t V = model.vocab_size();
+  Tokens x;
+  for (std::size_t w0 = 0; w0 < windows; w0 += batch) {
+    const std::size_t B = std::min(batch, windows - w0);
+    x.resize({B, length});
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < length; ++t) x(b, t) = tokens[(w0 + b) * length + t];
+    const auto logits = model.forward(x);
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < length; ++t)
+        out.mean_loss[t] += detail::token_loss(logits, b, t, V, tokens[(w0 + b) * length + t + 1]);
+  }
+  for (double& l : out.mean_loss) l /= static_cast<double>(windows);
+  return out;
+}
+
+// The long-range copy probe at distance n: a segment of n tokens followed by itself, so each token
+// of the second copy can be read n positions back. The loss on the second copy's targets against
+// the first's (the same tokens, predicted without the copy to read) measures whether the model
+// retrieves from n back: a model that does drops towards 0, one that cannot reach that far shows
+// no drop. Segments start evenly over the split; each figure is a mean over them with its spread.
+struct CopyProbe {
+  std::size_t distance = 0;
+  std::size_t segments = 0;
+  double first_copy_loss = 0, first_copy_sd = 0;    // targets 1…n−1 of the first copy
+  double second_copy_loss = 0, second_copy_sd = 0;  // the same targets, in the second copy
+  double drop = 0, drop_sd = 0;                     // first − second, per segment
+};
+
+template <class Model>
+CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
+                     std::size_t batch = 8) {
+  if (distance < 2) fail("copy_probe: the distance must be at least 2, got ", distance);
+  if (segments == 0 || batch == 0) fail("copy_probe: the segments and the batch must be positive");
+  const std::size_t length = 2 * distance;
+  if (length > model.max_context())
+    fail("copy_probe: a distance of ", distance, " needs ", length, " positions; the model accepts ",
+         model.max_context());
+  if (tokens.size() < distance * segments)
+    fail("copy_probe: the split has ", tokens.size(), " tokens, too few for ", segments, " segments of ", distance);
+  const std::size_t V = model.vocab_size();
+  const std::size_t spacing = (tokens.size() - distance) / segments;
+  std::vector<double> first(segments), second(segments), drop(segments);
+  Tokens x;
+  for (std::size_t s0 = 0; s0 < segments; s0 += batch) {
+    const std::size_t B = std::min(batch, segments - s0);
+    x.resize({B, length});
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < length; ++t) x(b, t) = tokens[(s0 + b) * spacing + t % distance];
+    const auto logits = model.forward(x);
+    for (std::size_t b = 0; b < B; ++b) {
+      double f = 0, s = 0;
+      for (std::size_t i = 1; i < distance; ++i) {  // target i of each copy
+        f += detail::token_loss(logits, b, i - 1, V, x(b, i));
+        s += detail::token_loss(logits, b, distance + i - 1, V, x(b, distance + i));
+      }
+      const std::size_t k = s0 + b;
+      first[k] = f / static_cast<double>(distance - 1);
+      second[k] = s / static_cast<double>(distance - 1);
+      drop[k] = first[k] - second[k];
+    }
+  }
+  CopyProbe out{.distance = distance, .segments = segments};
+  std::tie(out.first_copy_loss, out.first_copy_sd) = detail::mean_and_sd(first);
+  std::tie(out.second_copy_loss, out.second_copy_sd) = detail::mean_and_sd(second);
+  std::tie(out.drop, out.drop_sd) = detail::mean_and_sd(drop);
+  return out;
+}
+
+}  // namespace posenc
