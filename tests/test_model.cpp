@@ -485,7 +485,9 @@ TEMPLATE_LIST_TEST_CASE("without the causal mask only a position signal breaks p
   if constexpr (std::is_same_v<TestType, NoPE>) {
     CHECK(max_diff < 1e-12);
   } else {
-    CHECK(max_diff > 1e-4);
+    // every policy moves some logit by 0.1 to 1.3 here (ALiBi's 0.097 the least); rounding, or a
+    // position signal that barely reaches the scores, stays far below
+    CHECK(max_diff > 0.02);
   }
 }
 
