@@ -23,7 +23,7 @@ class KVCache {
   std::size_t capacity() const { return capacity_; }  // the most positions it can hold
   bool full() const { return length_ == capacity_; }
   // The position the next token takes: length() until the first eviction; after it, positions
-  // go on counting (rotated keys stay valid) until a rebase moves them back by a multiple of the capacity.
+  // go on counting (rotated keys stay valid) until a rebase moves them back by the capacity.
   std::size_t next_position() const { return next_position_; }
   // Positions evicted so far: the sequence's first held token is token number evicted().
   std::size_t evicted() const { return evicted_; }
@@ -50,7 +50,7 @@ class KVCache {
     ++length_;
     ++next_position_;
   }
-  // Every held position moved back by `delta` (the model has turned the keys again).
+  // Every held position moved back by `delta`; the model then turns the held keys again there.
   void rebase(std::size_t delta) { next_position_ -= delta; }
 
  private:

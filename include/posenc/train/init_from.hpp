@@ -45,7 +45,7 @@ void initialize_from_checkpoint(Model& model, const SafetensorsFile& file, const
   const std::size_t old_context = source.context, new_context = model.context();
   for (const ParameterInfo& e : table.entries()) {
     if (!file.contains(e.name))
-      fail("--init-from '", file.source(), "' has no tensor '", e.name, "', which a ", Model::encoding_name(),
+      fail("fine-tuning from '", file.source(), "': it has no tensor '", e.name, "', which a ", Model::encoding_name(),
            " model needs");
     auto* dst = model.parameters()[e.slot];
     using S = std::remove_pointer_t<decltype(dst)>;
@@ -67,7 +67,7 @@ void initialize_from_checkpoint(Model& model, const SafetensorsFile& file, const
   }
   for (const SafetensorsEntry& entry : file.entries())
     if (!table.contains(entry.name))
-      fail("--init-from '", file.source(), "' has a tensor '", entry.name, "' that a ", Model::encoding_name(),
+      fail("fine-tuning from '", file.source(), "': it has a tensor '", entry.name, "' that a ", Model::encoding_name(),
            " model does not have");
 }
 
