@@ -771,7 +771,7 @@ TEMPLATE_LIST_TEST_CASE("generation past the window encodes each token once (rol
                         "", AllPolicies) {
   // a window of 64 (learned's table is 32 rows): 1,000 and 3,000 tokens both go far past it,
   // where recomputing the window for every token would encode 64 positions per token
-  CountingModel<CharTransformer<TestType, 1, 8, 2>> model(
+  CountingModel<CharTransformer<TestType, 1, 8, 2, double>> model(  // the type the test above built
       ModelConfig{.vocab_size = 5, .context = 32, .max_context = 64, .seed = 33});
   const std::vector<TokenId> prompt = {1, 2, 3};
   for (const std::size_t count : {1000, 3000}) {
