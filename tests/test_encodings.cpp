@@ -121,7 +121,12 @@ TEST_CASE("RoPE pairs dimension i with i + hd/2 and rotates by position · 10000
   CHECK(e0[3] == 0.0);
   CHECK(e1[1] == Approx(std::cos(0.01)));
   CHECK(e1[3] == Approx(std::sin(0.01)));
-  CHECK(rope_angle(3, 1, 4) == Approx(0.03));
+  // Pair i turns base^(−2i/rotated) per position: 1 and 0.01 here.
+  const RopeFrequencies unscaled = rope_frequencies(10000.0, 4, RopeScaling{}, 8, 8);
+  REQUIRE(unscaled.per_position.size() == 2);
+  CHECK(unscaled.per_position[0] == 1.0);
+  CHECK(unscaled.per_position[1] == Approx(0.01).epsilon(1e-14));
+  CHECK(unscaled.magnitude == 1.0);
 }
 
 TEMPLATE_TEST_CASE("RoPE: the rotated q·k depends only on the offset between positions", "", RoPE,

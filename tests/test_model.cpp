@@ -12,10 +12,12 @@
 #include <posenc/transformer.hpp>
 
 #include "gradient_check.hpp"
+#include "thread_counts.hpp"
 
 using namespace posenc;
 using posenc_test::gradient_relative_error;
 using posenc_test::gradient_tolerance;
+using posenc_test::ThreadCounts;
 
 namespace {
 
@@ -538,6 +540,35 @@ TEST_CASE("determinism: the same seed gives bitwise-identical losses, another se
   CHECK(first != other);
 }
 
+// Bias gradients are summed per thread and then over the threads; which (batch, head) items a
+// thread sums must not depend on timing, or a rerun differs in the last bits (and training
+// diverges from there). 30 backward passes of one batch, at 2 and 3 threads on however many cores.
+TEMPLATE_LIST_TEST_CASE("every policy's gradients are bitwise the same on every run at a fixed thread count", "",
+                        AllPolicies) {
+  ThreadCounts restore;
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    CharTransformer<TestType, 2, 32, 4> model(11, 40, 3);
+    Tokens x({8, 40}), y({8, 40});  // 32 (batch, head) items; 40 positions span three query blocks
+    Rng rng(4);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x.data()[i] = static_cast<TokenId>(rng.uniform_index(11));
+      y.data()[i] = static_cast<TokenId>(rng.uniform_index(11));
+    }
+    model.zero_grad();
+    const float first_loss = model.loss_and_backward(x, y);
+    const std::vector<float> first(model.gradients().data(), model.gradients().data() + model.gradients().size());
+    int differing_runs = 0;
+    for (int run = 0; run < 30; ++run) {
+      model.zero_grad();
+      const float loss = model.loss_and_backward(x, y);
+      if (loss != first_loss || !std::equal(first.begin(), first.end(), model.gradients().data())) ++differing_runs;
+    }
+    INFO(TestType::name << " at " << threads << " threads");
+    CHECK(differing_runs == 0);
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("learning: 200 steps cut the loss well below the uniform guess ln(V)", "", AllPolicies) {
   // A corpus with structure: words from a small lexicon in a seeded order.
   const std::vector<std::string> words = {"alpha ", "beta ", "gamma ", "delta ", "omega. "};
@@ -675,12 +706,17 @@ TEMPLATE_LIST_TEST_CASE("past the window, cached generation predicts each token 
   const std::vector<TokenId> prompt = {1, 4, 2, 7, 0, 3, 8};
   // learned's window is its table (6); the others' 12 by default and 5 when asked, with a prompt
   // longer than that: 40 tokens reach position 47, past a rolling cache's rebase at 2 × 5 and 2 × 12
-  for (const std::size_t window : {std::size_t{0}, std::size_t{5}}) {
-    for (const double temperature : {0.0, 0.9}) {
-      const SamplingOptions options{.temperature = temperature, .top_k = 5, .seed = 4, .window = window};
-      const std::size_t effective = window == 0 ? model.max_context() : window;
-      INFO(TestType::name << ", window " << effective << ", temperature " << temperature);
-      CHECK(generate(model, prompt, 40, options) == reference_generation(model, prompt, 40, effective, options));
+  ThreadCounts restore;
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const std::size_t window : {std::size_t{0}, std::size_t{5}}) {
+      for (const double temperature : {0.0, 0.9}) {
+        const SamplingOptions options{.temperature = temperature, .top_k = 5, .seed = 4, .window = window};
+        const std::size_t effective = window == 0 ? model.max_context() : window;
+        INFO(TestType::name << ", " << threads << " threads, window " << effective << ", temperature "
+                            << temperature);
+        CHECK(generate(model, prompt, 40, options) == reference_generation(model, prompt, 40, effective, options));
+      }
     }
   }
 }
@@ -737,10 +773,13 @@ TEMPLATE_TEST_CASE("a rolling cache computes sliding-window attention over the w
   perturb_parameters(reference, 31);
   const Tokens x = random_tokens(1, T, V, 32);
   const Tensor<double, 3> full = reference.forward(x);
+  ThreadCounts restore;
+  const int threads = GENERATE(1, 2);
+  set_num_threads(threads);
   auto cache = rolling.make_cache(W);
   for (std::size_t t = 0; t < T; ++t) {
     const auto step = rolling.forward_step(x(0, t), cache);
-    INFO(TestType::name << ", position " << t);
+    INFO(TestType::name << ", " << threads << " threads, position " << t);
     for (std::size_t v = 0; v < V; ++v) REQUIRE(step(v) == Approx(full(0, t, v)).epsilon(1e-10));
     REQUIRE(cache.length() == std::min(t + 1, W));
   }

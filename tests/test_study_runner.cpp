@@ -5,20 +5,19 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <posenc/transformer.hpp>
 
+#include "test_models.hpp"
 #include "thread_counts.hpp"
 
 using namespace posenc;
+using posenc_test::make_test_model;
 using posenc_test::ThreadCounts;
 
 namespace {
-
-using TinySizes = std::tuple<ModelSize<1, 8, 2>>;
 
 std::string corpus() {
   std::string text;
@@ -94,7 +93,7 @@ TEST_CASE("a study runs every run of its plan, with two jobs, and then has nothi
   ThreadCounts restore;
   set_num_threads(1);
   TempDir dir("study-runner-all");
-  const StudyRunner runner(tiny_design(), dir.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner runner(tiny_design(), dir.path, corpus(), make_test_model);
   REQUIRE(runner.plan().size() == 6);  // 2 variants × 2 seeds, + 2 extended runs of seed 1
   const auto pending = runner.pending();
   CHECK(pending.size() == 6);
@@ -129,7 +128,7 @@ TEST_CASE("an extended run continues its base run: it trains only the steps past
   d.variants = {"kerple"};
   d.seeds = {1};
   d.extrapolate.clear();
-  const StudyRunner extended(d, with_base.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner extended(d, with_base.path, corpus(), make_test_model);
   StepCounter counter;
   StudyFailures failures;
   extended.run(extended.pending(), 1, counter, failures);
@@ -137,7 +136,7 @@ TEST_CASE("an extended run continues its base run: it trains only the steps past
   StudyObserver quiet;
   d.steps = 10;
   d.extended_steps = 0;
-  const StudyRunner straight(d, direct.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner straight(d, direct.path, corpus(), make_test_model);
   straight.run(straight.pending(), 1, quiet, failures);
   REQUIRE(failures.list().empty());
   const auto continued = load_record(extended.paths().record({"kerple", 1, 10}));
@@ -159,7 +158,7 @@ TEST_CASE("an interrupted run is reported, and running the study again resumes i
       d.variants = {variant};
       d.seeds = {2};
       d.extended_steps = 0;
-      const StudyRunner runner(d, interrupted.path, corpus(), make_any_model<TinySizes>);
+      const StudyRunner runner(d, interrupted.path, corpus(), make_test_model);
       InterruptAt stop(5);  // after the checkpoint of step 3
       StudyFailures failures;
       runner.run(runner.pending(), 1, stop, failures);
@@ -173,7 +172,7 @@ TEST_CASE("an interrupted run is reported, and running the study again resumes i
       runner.run(runner.pending(), 1, resumed, none);
       CHECK(resumed.steps == 3);  // from the checkpoint of step 3, not from the start
       StudyObserver quiet;
-      const StudyRunner reference(d, whole.path, corpus(), make_any_model<TinySizes>);
+      const StudyRunner reference(d, whole.path, corpus(), make_test_model);
       reference.run(reference.pending(), 1, quiet, none);
       REQUIRE(none.list().empty());
       check_same_numbers(*load_record(runner.paths().record({variant, 2, 6})),
@@ -193,13 +192,13 @@ TEST_CASE("a record of another configuration is an error, and a new extrapolatio
   d.extrapolate.clear();
   StudyObserver quiet;
   StudyFailures failures;
-  const StudyRunner first(d, dir.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner first(d, dir.path, corpus(), make_test_model);
   first.run(first.pending(), 1, quiet, failures);
   REQUIRE(failures.list().empty());
 
   StudyDesign longer = d;
   longer.extrapolate = {8, 16};
-  const StudyRunner again(longer, dir.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner again(longer, dir.path, corpus(), make_test_model);
   CHECK(again.pending().empty());  // the extrapolation lengths are not part of a run's identity
   const std::vector<RunRecord> records = again.records(true, failures);
   REQUIRE(records.size() == 1);
@@ -210,7 +209,7 @@ TEST_CASE("a record of another configuration is an error, and a new extrapolatio
 
   StudyDesign other = d;
   other.run.train.lr = 0.5;
-  const StudyRunner mismatched(other, dir.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner mismatched(other, dir.path, corpus(), make_test_model);
   CHECK_THROWS_WITH(mismatched.pending(), Catch::Contains("another configuration"));
 }
 
@@ -222,8 +221,8 @@ TEST_CASE("a run that cannot be made is reported, and the job goes on to the nex
   d.variants = {"rope"};
   d.extended_steps = 0;
   d.extrapolate.clear();
-  d.run.layers = 2;  // not among TinySizes
-  const StudyRunner runner(d, dir.path, corpus(), make_any_model<TinySizes>);
+  d.run.layers = 2;  // not among the test models' sizes
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
   StudyObserver quiet;
   StudyFailures failures;
   runner.run(runner.pending(), 2, quiet, failures);
@@ -271,7 +270,7 @@ TEST_CASE("a grid study runs every variant and seed at every setting, and its su
   d.grid = {parse_grid_axis("grad_clip=none,0.05")};
   StudyObserver quiet;
   StudyFailures failures;
-  const StudyRunner runner(d, dir.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
   REQUIRE(runner.plan().size() == 4);
   runner.run(runner.pending(), 2, quiet, failures);
   REQUIRE(failures.list().empty());
@@ -318,7 +317,7 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   d.seeds = {1, 2};
   d.extended_steps = 0;
   d.extrapolate.clear();
-  const StudyRunner runner(d, stopped.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner runner(d, stopped.path, corpus(), make_test_model);
   StopAt stop(4);
   StudyFailures failures;
   runner.run(runner.pending(), 1, stop, failures);
@@ -329,7 +328,7 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   StudyObserver quiet;
   runner.run(runner.pending(), 1, quiet, failures);
   REQUIRE(failures.list().empty());
-  const StudyRunner reference(d, whole.path, corpus(), make_any_model<TinySizes>);
+  const StudyRunner reference(d, whole.path, corpus(), make_test_model);
   reference.run(reference.pending(), 1, quiet, failures);
   check_same_numbers(*load_record(runner.paths().record(runner.plan()[0])),
                      *load_record(reference.paths().record(reference.plan()[0])));

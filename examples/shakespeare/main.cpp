@@ -15,6 +15,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <posenc/io/atomic_file.hpp>
 #include <posenc/io/checkpoint.hpp>
@@ -39,6 +40,7 @@ struct TrainOptions {
   posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
   std::size_t keep_checkpoints = posenc::RunDirectory::default_keep_checkpoints;  // not part of the run's numbers
   bool resume = false;
+  std::optional<posenc::SafetensorsFile> init_source;  // --init-from's file, read once (take_from_source)
 };
 
 struct EvalOptions {
@@ -96,9 +98,11 @@ posenc::CharDataset load_corpus(const std::string& path, const posenc::CharToken
 }
 
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
-// (an option that names another is refused); its step and context are recorded.
-void take_from_source(posenc::RunConfig& run, const CLI::App& train_cmd) {
-  const posenc::SafetensorsFile file = posenc::read_safetensors(run.init_from.checkpoint);
+// (an option that names another is refused); its step and context are recorded, and the file is
+// kept for train() to start the model from.
+void take_from_source(TrainOptions& options, const CLI::App& train_cmd) {
+  posenc::RunConfig& run = options.run;
+  const posenc::SafetensorsFile& file = options.init_source.emplace(posenc::read_safetensors(run.init_from.checkpoint));
   const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
   auto agree = [&](const char* option, const auto& given, const auto& source) {
     if (train_cmd.count(option) > 0 && given != source)
@@ -160,11 +164,11 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
   // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol
-  std::optional<posenc::SafetensorsFile> source_file;
+  std::optional<posenc::SafetensorsFile>& source_file = options.init_source;
   std::optional<posenc::CheckpointInfo> source;
   std::optional<posenc::CharTokenizer> source_vocabulary;
   if (!config.init_from.checkpoint.empty()) {
-    source_file = posenc::read_safetensors(config.init_from.checkpoint);
+    if (!source_file) source_file = posenc::read_safetensors(config.init_from.checkpoint);  // resuming; other ranks
     source = posenc::read_checkpoint_info(*source_file);
     source_vocabulary.emplace(source->vocabulary);
   }
@@ -596,12 +600,12 @@ int main(int argc, char** argv) {
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
       run_options.apply();
-      if (!t.run.init_from.checkpoint.empty()) take_from_source(t.run, *train_cmd);
+      if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
       t.run.rope = train_rope.apply(t.run.rope);
       if (t.run.rope.changes_anything() && !posenc::rotary_policy(t.run.posenc))
         posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
                      "xpos), not to ", t.run.posenc);
-      return train(t, out, steps_given, world.group().get());
+      return train(std::move(t), out, steps_given, world.group().get());
     }
     if (*eval_cmd) return evaluate(e, eval_rope);
     s.sampling.use_cache = !no_cache;

@@ -10,14 +10,6 @@
 
 namespace posenc {
 
-// The angle by which pair i of `rotated` dimensions is turned at a position: position · base^(−2i/rotated).
-// (With every dimension rotated, rotated = hd: GPT-NeoX's and Hugging Face LLaMA's frequencies.)
-inline double rope_angle(std::size_t position, std::size_t pair, std::size_t rotated,
-                         double base = 10000.0) {
-  return static_cast<double>(position) *
-         std::pow(base, -2.0 * static_cast<double>(pair) / static_cast<double>(rotated));
-}
-
 // Which dimensions RoPE rotates together.
 enum class RopePairing {
   rotate_half,  // dimension i with i + r/2 (GPT-NeoX, Hugging Face LLaMA)

@@ -114,7 +114,7 @@ class DecoderBlock {
         precision_(precision) {}
 
   // Whether the policy turns q and k by a table a RopeScaling can change (rope_scaling.hpp).
-  static constexpr bool rotary = requires(PositionHooks& p, const RopeScaling& s) { p.set_rope_scaling(s); };
+  static constexpr bool rotary = is_rotary_policy<PosEnc>;
   // A rotary policy's base and stretch past the trained context; any other policy refuses a
   // setting that would change something, rather than ignore it.
   void set_rope_scaling(const RopeScaling& scaling) {

@@ -1,6 +1,7 @@
 // AnyModel: a CharTransformer of any policy and size behind one interface; make_any_model(), the runtime dispatcher.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -127,13 +128,26 @@ std::unique_ptr<AnyModel> make_any_model_in_shard(const ModelShape& shape, const
   }(std::make_index_sequence<std::tuple_size_v<AllPolicies>>{});
 }
 
+// One shard's make_any_model_in_shard<Shard, Shards, Sizes>, as a program's shards hand it over.
+using MakeModelInShard = std::unique_ptr<AnyModel> (*)(const ModelShape&, const ModelConfig&);
+
+// A new model of `shape` from the first of `shards` that has it; posenc::Error listing the known
+// policies, or the sizes in Sizes (and `how_to_add` one), when none has.
+template <class Sizes, std::size_t Shards>
+std::unique_ptr<AnyModel> make_any_model_from_shards(const std::array<MakeModelInShard, Shards>& shards,
+                                                     const ModelShape& shape, const ModelConfig& config,
+                                                     std::string_view how_to_add = {}) {
+  with_policy(shape.posenc, []<class>() {});  // an unknown name fails here, listing the known ones
+  for (const MakeModelInShard make_in_shard : shards)
+    if (std::unique_ptr<AnyModel> made = make_in_shard(shape, config)) return made;
+  fail_unbuilt_model_size<Sizes>(shape.layers, shape.dim, shape.heads, how_to_add);
+}
+
 // A new model of `shape`; posenc::Error listing the known policies, or the sizes in Sizes, when
 // there is none. Compiles every policy at every size in Sizes.
 template <class Sizes = DefaultModelSizes>
 std::unique_ptr<AnyModel> make_any_model(const ModelShape& shape, const ModelConfig& config) {
-  with_policy(shape.posenc, []<class>() {});  // an unknown name fails here, listing the known ones
-  if (auto made = make_any_model_in_shard<0, 1, Sizes>(shape, config)) return made;
-  fail_unbuilt_model_size<Sizes>(shape.layers, shape.dim, shape.heads);
+  return make_any_model_from_shards<Sizes, 1>({&make_any_model_in_shard<0, 1, Sizes>}, shape, config);
 }
 
 // The validation loss at one evaluation length in both protocols, as a JSON row {length, stride,
