@@ -2,9 +2,12 @@
 """posenc's model in PyTorch: loads a posenc checkpoint and scores text with it.
 
     python3 tools/posenc_torch.py CHECKPOINT DATA [--context N] [--rope-scaling METHOD --rope-factor S ...]
+    python3 tools/posenc_torch.py --batch FILE
 
 prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
-as `shakespeare eval`, so the two can be compared. The model here is written from posenc's
+as `shakespeare eval`, so the two can be compared, as one JSON line. With --batch, each line of
+FILE holds the arguments of one such evaluation, and each gets its JSON line, in one process (so
+PyTorch, which takes seconds to import, starts once). The model here is written from posenc's
 definition (pre-LayerNorm blocks, tanh-GELU MLP, lm_head with bias, its weight the token table's
 when the checkpoint says tie_weights, as nanoGPT ties them) and each positional encoding's formula;
 it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
@@ -12,6 +15,7 @@ it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
 import argparse
 import json
 import math
+import shlex
 import struct
 import sys
 
@@ -204,7 +208,7 @@ def full_pass_loss(model, tokens, context, batch=32):
     return total / n
 
 
-def main():
+def make_parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint")
     parser.add_argument("data")
@@ -217,7 +221,10 @@ def main():
     parser.add_argument("--yarn-beta-fast", type=float)
     parser.add_argument("--yarn-beta-slow", type=float)
     parser.add_argument("--yarn-attention-factor", type=float)
-    args = parser.parse_args()
+    return parser
+
+
+def evaluate(args):
     tensors, meta = load_safetensors(args.checkpoint)
     rope = json.loads(meta.get("rope_scaling", "{}"))
     for option, key in [("rope_scaling", "method"), ("rope_factor", "factor"), ("rope_base", "base"),
@@ -231,13 +238,22 @@ def main():
     tokens = torch.tensor([ids[b] for b in text], dtype=torch.long)
     split = int(len(tokens) * 0.9)
     context = args.context or int(meta["context"])
-    result = {
+    return {
         "train_loss": full_pass_loss(model, tokens[:split], context),
         "val_loss": full_pass_loss(model, tokens[split:], context),
         "context": context,
     }
-    json.dump(result, sys.stdout)
-    print()
+
+
+def main():
+    parser = make_parser()
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch":
+        with open(sys.argv[2]) as jobs:
+            for line in jobs:
+                if line.strip():
+                    print(json.dumps(evaluate(parser.parse_args(shlex.split(line)))), flush=True)
+    else:
+        print(json.dumps(evaluate(parser.parse_args())))
 
 
 if __name__ == "__main__":

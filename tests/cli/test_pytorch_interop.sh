@@ -25,8 +25,12 @@ export POSENC_NUM_THREADS=1
 write_corpus corpus.txt 3
 policies="$("$bin" --list-posenc | cut -d' ' -f1)"
 [ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
-# cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval and the PyTorch model agree on
-# RUN's model, both given OPTIONS (RoPE scaling)
+# cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval's losses for RUN's model, each
+# given OPTIONS (RoPE scaling), queued beside the same evaluation for the PyTorch model; compare_all
+# runs the queue in one PyTorch process (whose start takes seconds) and checks each pair.
+: > jobs.txt
+: > names.txt
+checks=0
 cross_check() {
   local run="$1" policy="$2"
   shift 2
@@ -34,23 +38,34 @@ cross_check() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do contexts+=("$1"); shift; done
   [ $# -gt 0 ] && shift && options=("$@")
   for context in "${contexts[@]}"; do
-    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json "${options[@]}" \
-      > posenc.json
-    "$python" "$root/tools/posenc_torch.py" "$run/model.safetensors" corpus.txt --context "$context" "${options[@]}" \
-      > torch.json
-    if "$python" - <<'PY'
+    checks=$((checks + 1))
+    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json "${options[@]}" |
+      tr -d '\n' > "posenc-$checks.json"
+    echo >> "posenc-$checks.json"
+    echo "$run/model.safetensors corpus.txt --context $context ${options[*]}" >> jobs.txt
+    echo "$run at context $context ${options[*]}" >> names.txt
+  done
+}
+compare_all() {
+  "$python" "$root/tools/posenc_torch.py" --batch jobs.txt > torch.jsonl 2> torch.err ||
+    { failed "posenc_torch.py --batch: $(tail -3 torch.err)"; return; }
+  local i=0
+  while IFS= read -r name; do
+    i=$((i + 1))
+    if "$python" - "posenc-$i.json" <(sed -n "${i}p" torch.jsonl) <<'PY'
 import json, sys
-a, b = json.load(open("posenc.json")), json.load(open("torch.json"))
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 ok = all(abs(a[k] - b[k]) < 1e-4 for k in ("train_loss", "val_loss"))
 print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss']:.6f} {b['val_loss']:.6f}")
 sys.exit(0 if ok else 1)
 PY
     then
-      pass "$run at context $context ${options[*]}"
+      pass "$name"
     else
-      failed "$run at context $context ${options[*]}"
+      failed "$name"
     fi
-  done
+  done < names.txt
+  [ "$i" -eq "$checks" ] || failed "compared $i of $checks checks"
 }
 small_run=(--layers 2 --dim 64 --heads 4 --batch 4 --context 64 --steps 20 --eval-every 20 --eval-iters 2
            --data corpus.txt)
@@ -79,4 +94,5 @@ cross_check rope-linear rope 64 128
 "$bin" train --posenc kerple "${small_run[@]}" --tie-weights --init pytorch --lr-schedule cosine \
   --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --dropout 0.1 --out kerple-tied > /dev/null 2>&1
 cross_check kerple-tied kerple 64
+compare_all
 finish
