@@ -1,9 +1,11 @@
 // Tests of study/: the design and its plan, run configurations and records, the summary's rankings and tests.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include <posenc/io/checkpoint.hpp>
 #include <posenc/study/grid_summary.hpp>
 #include <posenc/study/summary.hpp>
 
@@ -198,6 +200,112 @@ TEST_CASE("missing runs are named and left out of the numbers") {
   CHECK_FALSE(s.pairs[0].welch.has_value());
   CHECK(s.pairs[0].note.find("fewer than two seeds") != std::string::npos);
   CHECK(summary_markdown(s).find("**Missing runs**") != std::string::npos);
+}
+
+TEST_CASE("the summary of the evaluations after training: RoPE scalings and the copy probe paired by seed, the loss "
+          "by position averaged") {
+  StudyDesign d;
+  d.variants = {"rope", "learned"};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate = {512};
+  d.per_position_bins = 2;
+  d.copy_probe = {64};
+  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4");
+  d.extrapolate_rope = {yarn};
+  const nlohmann::json yarn_key = to_json(yarn);
+  const std::vector<double> trained = {2.5, 2.7, 2.6}, scaled = {2.0, 2.1, 2.3};
+  const std::vector<double> first = {2.0, 2.2, 2.1}, second = {1.0, 1.5, 1.3};
+  std::vector<RunRecord> records;
+  for (std::size_t i = 0; i < d.seeds.size(); ++i) {
+    RunRecord rope = record("rope", d.seeds[i], 2000, 1.6, 1.5);
+    const auto bins = [&](double shift) {
+      return nlohmann::json{{"windows", 20},
+                            {"bins",
+                             {{{"first", 0}, {"last", 255}, {"loss", 1.5 + shift}},
+                              {{"first", 256}, {"last", 511}, {"loss", 2.5 + shift}}}}};
+    };
+    rope.extrapolation = {{{"length", 512},
+                           {"stride", 256},
+                           {"non_overlapping", trained[i]},
+                           {"sliding", 2.0},
+                           {"per_position", bins(0.1 * i)}},
+                          {{"length", 512},
+                           {"stride", 256},
+                           {"non_overlapping", scaled[i]},
+                           {"sliding", 1.9},
+                           {"per_position", bins(0)},
+                           {"rope_scaling", yarn_key}}};
+    rope.copy_probe = {
+        {{"distance", 64}, {"segments", 64}, {"first_copy_loss", first[i]}, {"second_copy_loss", second[i]}},
+        {{"distance", 64},
+         {"segments", 64},
+         {"first_copy_loss", 2.0},
+         {"second_copy_loss", 2.0},
+         {"rope_scaling", yarn_key}}};
+    records.push_back(rope);
+    RunRecord learned = record("learned", d.seeds[i], 2000, 1.65, 1.5);
+    learned.extrapolation = {{{"length", 512},
+                              {"stride", 256},
+                              {"non_overlapping", nullptr},
+                              {"sliding", nullptr},
+                              {"note", "not applicable: the learned table has 128 rows"}}};
+    learned.copy_probe = {{{"distance", 64}, {"segments", 64}, {"note", "not applicable: needs 128 positions"}}};
+    records.push_back(learned);
+  }
+  const StudySummary s = summarize_study(d, records);
+
+  // yarn − trained angles by seed: −0.5, −0.6, −0.3; the paired t with 2 degrees of freedom, whose
+  // two-sided p is 1 − |t|/√(t² + 2)
+  REQUIRE(s.scaling_comparisons.size() == 1);
+  const ScalingComparison& c = s.scaling_comparisons[0];
+  CHECK(c.variant == "rope");
+  CHECK(c.scaling == "yarn ×4");
+  CHECK(c.n == 3);
+  CHECK(c.mean_difference == Approx(-1.4 / 3));
+  const auto paired_t = [](const std::vector<double>& diff) {
+    const double m = (diff[0] + diff[1] + diff[2]) / 3;
+    double ss = 0;
+    for (double x : diff) ss += (x - m) * (x - m);
+    return m / (std::sqrt(ss / 2) / std::sqrt(3.0));
+  };
+  const double t_scaling = paired_t({-0.5, -0.6, -0.3});
+  REQUIRE(c.paired);
+  CHECK(c.paired->t == Approx(t_scaling));
+  CHECK(c.paired->p == Approx(1 - std::abs(t_scaling) / std::sqrt(t_scaling * t_scaling + 2)));
+
+  // the copy probe: drops 1.0, 0.7, 0.8 (first − second copy); learned cannot take 128 positions
+  REQUIRE(s.copy_probe.size() == 3);  // rope, rope · yarn, learned
+  const CopyProbeCell& probe = s.copy_probe[0];
+  CHECK(probe.scaling == "none");
+  CHECK(*probe.mean_drop == Approx(2.5 / 3));
+  CHECK(*probe.sd_drop == Approx(std::sqrt((std::pow(1.0 - 2.5 / 3, 2) + std::pow(0.7 - 2.5 / 3, 2) +
+                                            std::pow(0.8 - 2.5 / 3, 2)) / 2)));
+  const double t_copy = paired_t({1.0, 0.7, 0.8});
+  CHECK(probe.paired->t == Approx(t_copy));
+  CHECK(s.copy_probe[1].scaling == "yarn ×4");
+  CHECK(*s.copy_probe[1].mean_drop == 0.0);
+  CHECK(s.copy_probe[2].variant == "learned");
+  CHECK_FALSE(s.copy_probe[2].mean_drop);
+  CHECK(s.copy_probe[2].note == "not applicable: needs 128 positions");
+  // Holm over the copy-probe family: rope · yarn has no test (no spread), so rope's p is alone
+  CHECK(*probe.p_holm == Approx(probe.paired->p));
+
+  // the loss by position, averaged per range over seeds
+  REQUIRE(s.position_curves.size() == 2);  // rope and rope · yarn; learned has no entry at 512
+  CHECK(s.position_curves[0].first == std::vector<std::size_t>{0, 256});
+  CHECK(s.position_curves[0].last == std::vector<std::size_t>{255, 511});
+  CHECK(s.position_curves[0].mean[1] == Approx(2.6));
+  CHECK(*s.position_curves[0].sd[1] == Approx(0.1));
+
+  const std::string md = summary_markdown(s);
+  CHECK(md.find("## RoPE scaling against the trained angles") != std::string::npos);
+  CHECK(md.find("| rope · yarn ×4 | -0.4667 (p ") != std::string::npos);
+  CHECK(md.find("## Loss by position in a window of 512") != std::string::npos);
+  CHECK(md.find("| learned | n/a |") != std::string::npos);
+  const nlohmann::json j = summary_json(s);
+  CHECK(j["copy_probe"][0]["mean_drop"].get<double>() == Approx(2.5 / 3));
+  CHECK(j["design"]["extrapolate_rope"] == nlohmann::json{"yarn ×4"});
 }
 
 TEST_CASE("Holm's adjustment by hand") {

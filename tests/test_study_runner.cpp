@@ -230,6 +230,91 @@ TEST_CASE("a run that cannot be made is reported, and the job goes on to the nex
   CHECK(failures.list()[0].find("not built for a model of 2 layers") != std::string::npos);
 }
 
+TEST_CASE("after training, a study records the loss by position, the copy probe and each RoPE scaling, and adds "
+          "only what a record lacks") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-evaluations");
+  StudyDesign d = tiny_design();
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate = {16, 32};
+  d.per_position_bins = 4;
+  d.copy_probe = {4, 12};
+  d.copy_segments = 5;
+  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4"), linear = parse_rope_scaling_spec("linear:2");
+  d.extrapolate_rope = {yarn, linear};
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(runner.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const std::vector<RunRecord> records = runner.records(false, failures);
+  REQUIRE(records.size() == 4);
+  const CharDataset data(corpus());
+  for (const RunRecord& r : records) {
+    INFO(r.variant() << " seed " << r.seed());
+    const bool rotary = r.variant() == "rope";
+    CHECK(r.extrapolation.size() == (rotary ? 6u : 2u));  // 2 lengths × (trained angles + 2 scalings)
+    CHECK(r.copy_probe.size() == (rotary ? 6u : 2u));
+    CHECK((r.extrapolation_at(16, yarn) != nullptr) == rotary);
+    // each entry is what the library computes for the final model under its scaling
+    auto model = make_test_model({r.variant(), 1, 8, 2}, ModelConfig{.vocab_size = data.vocab_size(), .context = 8});
+    model->load_parameters(read_safetensors(r.checkpoint));
+    const std::vector<RopeScaling> scalings =
+        rotary ? std::vector<RopeScaling>{{}, yarn, linear} : std::vector<RopeScaling>{{}};
+    for (const RopeScaling& scaling : scalings) {
+      if (rotary) model->set_rope_scaling(scaling);
+      for (std::size_t L : {16, 32}) {
+        const nlohmann::json* e = r.extrapolation_at(L, scaling);
+        REQUIRE(e != nullptr);
+        CHECK(e->at("non_overlapping") == evaluate_at_length(*model, data.val(), L, L / 2)["non_overlapping"]);
+        const nlohmann::json& bins = e->at("per_position").at("bins");
+        REQUIRE(bins.size() == 4);
+        CHECK(bins[3]["first"].get<std::size_t>() == 3 * L / 4);
+        CHECK(bins[3]["last"].get<std::size_t>() == L - 1);
+        CHECK(bins[3]["loss"].get<double>() == model->per_position_loss(data.val(), L).mean_over(3 * L / 4, L));
+      }
+      const nlohmann::json* probe = r.copy_probe_at(12, scaling);
+      REQUIRE(probe != nullptr);
+      CHECK(probe->at("segments").get<std::size_t>() == 5);
+      CHECK(probe->at("drop").get<double>() == model->copy_probe(data.val(), 12, 5).drop);
+    }
+    if (rotary)  // past the trained context of 8, the scalings change the numbers
+      CHECK(r.extrapolation_at(32, yarn)->at("non_overlapping") != r.extrapolation_at(32)->at("non_overlapping"));
+  }
+
+  const StudySummary summary = summarize_study(d, records);
+  CHECK(summary.scaling_comparisons.size() == 4);  // rope × 2 scalings × 2 lengths
+  for (const ScalingComparison& c : summary.scaling_comparisons) CHECK(c.n == 2);
+  CHECK(summary.position_curves.size() == 8);      // rope × 3 × 2 lengths + alibi × 2 lengths
+  CHECK(summary.copy_probe.size() == 8);           // rope × 3 × 2 distances + alibi × 2 distances
+  CHECK(summary_markdown(summary).find("| rope · yarn ×4 |") != std::string::npos);
+
+  // Without its checkpoint a complete record is still read (nothing to evaluate) ...
+  const RunRecord& rope = records[0];
+  REQUIRE(rope.variant() == "rope");
+  const std::filesystem::path moved = rope.checkpoint + ".away";
+  std::filesystem::rename(rope.checkpoint, moved);
+  CHECK(runner.records(true, failures).size() == 4);
+  CHECK(failures.list().empty());
+  // ... and a study asking for more evaluates only that, and rewrites the record.
+  std::filesystem::rename(moved, rope.checkpoint);
+  StudyDesign more = d;
+  more.extrapolate_rope.push_back(parse_rope_scaling_spec("ntk:4"));
+  more.copy_segments = 6;
+  const StudyRunner again(more, dir.path, corpus(), make_test_model);
+  const std::vector<RunRecord> updated = again.records(true, failures);
+  CHECK(failures.list().empty());
+  REQUIRE(updated[0].variant() == "rope");
+  CHECK(updated[0].extrapolation.size() == 8);
+  CHECK(updated[0].extrapolation_at(32, parse_rope_scaling_spec("ntk:4")) != nullptr);
+  CHECK(updated[0].extrapolation_at(16)->at("non_overlapping") == rope.extrapolation_at(16)->at("non_overlapping"));
+  CHECK(updated[0].copy_probe.size() == 8);
+  CHECK(updated[0].copy_probe_at(12)->at("segments").get<std::size_t>() == 6);
+  CHECK(load_record(again.paths().record({"rope", 1, 6}))->copy_probe.size() == 8);
+}
+
 TEST_CASE("validate_design names the first problem of a design") {
   const auto problem = [](auto change) {
     StudyDesign d = tiny_design();
@@ -250,6 +335,23 @@ TEST_CASE("validate_design names the first problem of a design") {
   CHECK(problem([](StudyDesign& d) { d.extended_steps = 6; }) == "--extended-steps 6 must exceed --steps 6 (or be 0)");
   CHECK(problem([](StudyDesign& d) { d.extrapolate = {16, 16}; }) == "--extrapolate: '16' is given twice");
   CHECK(problem([](StudyDesign& d) { d.extrapolate = {0}; }) == "--extrapolate: a length must be at least 1");
+  CHECK(problem([](StudyDesign& d) { d.extrapolate.clear(), d.per_position_bins = 4; }) ==
+        "--per-position: the loss by position is taken at the --extrapolate lengths; give some");
+  CHECK(problem([](StudyDesign& d) { d.copy_probe = {8, 1}; }) == "--copy-probe: a distance must be at least 2, got 1");
+  CHECK(problem([](StudyDesign& d) { d.copy_probe = {8, 8}; }) == "--copy-probe: '8' is given twice");
+  CHECK(problem([](StudyDesign& d) { d.copy_segments = 0; }) == "--copy-segments must be at least 1");
+  CHECK(problem([](StudyDesign& d) { d.extrapolate_rope = {parse_rope_scaling_spec("yarn:4")}; }).empty());
+  CHECK(problem([](StudyDesign& d) {
+          d.extrapolate_rope = {parse_rope_scaling_spec("yarn:4"), parse_rope_scaling_spec("yarn:4")};
+        }) == "--extrapolate-rope: 'yarn ×4' is given twice");
+  CHECK(problem([](StudyDesign& d) {
+          d.variants = {"alibi", "t5"};
+          d.extrapolate_rope = {parse_rope_scaling_spec("linear:2")};
+        }) == "--extrapolate-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+  CHECK(problem([](StudyDesign& d) {
+          d.extrapolate.clear();
+          d.extrapolate_rope = {parse_rope_scaling_spec("linear:2")};
+        }).find("--extrapolate-rope: the scalings apply to the --extrapolate lengths") == 0);
   CHECK(problem([](StudyDesign& d) { d.run.train.schedule.kind = ScheduleKind::cosine; })
             .find("--extended-steps 10: an extended run continues its seed's base run, which the 'cosine' schedule "
                   "forbids") == 0);

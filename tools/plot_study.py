@@ -10,7 +10,12 @@ STUDY_DIR/plots/:
                   seed as a dot, and the published mean ± sd beside it where there is one
   generalization_gap  val − train per variant: mean and each seed
   extrapolation   (when the study has --extrapolate) validation loss against evaluation length per
-                  variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols
+                  variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols;
+                  a rotary variant under each --extrapolate-rope scaling as its own line
+  per_position    (with --per-position) mean loss by position in the window at each length, one
+                  panel per length, the trained context marked
+  copy_probe      (with --copy-probe) the copy probe's drop (first copy − second copy loss) against
+                  the distance, mean ± sd over seeds; 0 means the model does not read that far back
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x
@@ -138,20 +143,46 @@ def plot_gap(summary, study):
     save(fig, study, "generalization_gap")
 
 
+def evaluated_rows(summary, cells):
+    """(variant, scaling) in the design's order, the trained angles ("none") first, as the cells have them."""
+    rows = []
+    for v in summary["design"]["variants"]:
+        for scaling in ["none"] + summary["design"].get("extrapolate_rope", []):
+            if any(c["variant"] == v and c.get("scaling", "none") == scaling for c in cells):
+                rows.append((v, scaling))
+    return rows
+
+
+def row_label(variant, scaling):
+    return variant if scaling == "none" else f"{variant} · {scaling}"
+
+
+def row_style(summary, variant, scaling):
+    """The variant's colour; a RoPE scaling gets its own line style and marker."""
+    style = variant_style(summary, variant)
+    scalings = ["none"] + summary["design"].get("extrapolate_rope", [])
+    k = scalings.index(scaling) if scaling in scalings else 0
+    if k > 0:
+        style["linestyle"] = ("--", ":", "-.", (0, (5, 1)), (0, (1, 3)))[(k - 1) % 5]
+        style["marker"] = "xP+1*"[(k - 1) % 5]
+    return style
+
+
 def plot_extrapolation(summary, study):
     cells = summary.get("extrapolation", [])
     if not cells:
         return False
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, protocol, title in zip(axes, ("non_overlapping", "sliding"), ("non-overlapping windows", "sliding window")):
-        for v in summary["design"]["variants"]:
-            points = [c for c in cells if c["variant"] == v and c["protocol"] == protocol and c["mean"] is not None]
+        for v, scaling in evaluated_rows(summary, cells):
+            points = [c for c in cells if c["variant"] == v and c.get("scaling", "none") == scaling
+                      and c["protocol"] == protocol and c["mean"] is not None]
             if not points:
                 continue
             xs = [c["length"] for c in points]
             ys = [c["mean"] for c in points]
             err = [c["sd"] or 0.0 for c in points]
-            ax.errorbar(xs, ys, yerr=err, capsize=3, label=v, **variant_style(summary, v))
+            ax.errorbar(xs, ys, yerr=err, capsize=3, label=row_label(v, scaling), **row_style(summary, v, scaling))
         ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("evaluation length (tokens); dotted: trained context")
@@ -161,6 +192,52 @@ def plot_extrapolation(summary, study):
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
     fig.suptitle("Length extrapolation: mean ± sd over seeds")
     save(fig, study, "extrapolation")
+    return True
+
+
+def plot_position_curves(summary, study):
+    curves = summary.get("position_curves", [])
+    if not curves:
+        return False
+    lengths = sorted({c["length"] for c in curves})
+    fig, axes = plt.subplots(1, len(lengths), figsize=(4.5 * len(lengths) + 2, 4.5), sharey=True, squeeze=False)
+    for ax, length in zip(axes[0], lengths):
+        for v, scaling in evaluated_rows(summary, curves):
+            for c in curves:
+                if c["variant"] == v and c["scaling"] == scaling and c["length"] == length:
+                    xs = [(a + b) / 2 for a, b in zip(c["first"], c["last"])]
+                    ax.plot(xs, c["mean"], label=row_label(v, scaling), markersize=4,
+                            **row_style(summary, v, scaling))
+        ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+        ax.set_xlabel("position in the window (range midpoint)")
+        ax.set_title(f"windows of {length}")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation loss at the position (nats)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    fig.suptitle("Loss by position: mean over seeds; dotted: the trained context")
+    save(fig, study, "per_position")
+    return True
+
+
+def plot_copy_probe(summary, study):
+    cells = [c for c in summary.get("copy_probe", []) if c["mean_drop"] is not None]
+    if not cells:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for v, scaling in evaluated_rows(summary, cells):
+        points = [c for c in cells if c["variant"] == v and c["scaling"] == scaling]
+        ax.errorbar([c["distance"] for c in points], [c["mean_drop"] for c in points],
+                    yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, scaling),
+                    **row_style(summary, v, scaling))
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("distance n back to the first copy (tokens); dotted: trained context")
+    ax.set_ylabel("loss on the first copy − on the second (nats)")
+    ax.set_title("Copy probe: mean ± sd over seeds")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    save(fig, study, "copy_probe")
     return True
 
 
@@ -204,6 +281,10 @@ def main():
     names = ["val_curves", "final_val_loss", "generalization_gap"]
     if plot_extrapolation(summary, study):
         names.append("extrapolation")
+    if plot_position_curves(summary, study):
+        names.append("per_position")
+    if plot_copy_probe(summary, study):
+        names.append("copy_probe")
     print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")
 
 

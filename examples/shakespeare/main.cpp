@@ -295,16 +295,11 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
                     row["sliding"].get<double>(), stride);
     }
     if (o.per_position && !row.contains("note")) {
-      const posenc::PositionLoss by_position = model.per_position_loss(data.val(), L);
-      nlohmann::json bins = nlohmann::json::array();
-      const std::size_t n = std::min(o.bins, L);
-      for (std::size_t b = 0; b < n; ++b) {
-        const std::size_t first = b * L / n, last = (b + 1) * L / n;
-        const double loss = by_position.mean_over(first, last);
-        bins.push_back({{"first", first}, {"last", last - 1}, {"loss", loss}});
-        if (!o.json) std::printf("          positions %5zu-%-5zu %8.4f\n", first, last - 1, loss);
-      }
-      row["per_position"] = {{"windows", by_position.windows}, {"bins", bins}};
+      row["per_position"] = posenc::per_position_at_length(model, data.val(), L, o.bins);
+      if (!o.json)
+        for (const nlohmann::json& bin : row["per_position"]["bins"])
+          std::printf("          positions %5zu-%-5zu %8.4f\n", bin["first"].get<std::size_t>(),
+                      bin["last"].get<std::size_t>(), bin["loss"].get<double>());
     }
     rows.push_back(row);
   }
@@ -327,20 +322,16 @@ void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, c
                 o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
                 o.copy_segments, "distance", "first copy", "second copy", "drop");
   for (const std::size_t n : o.copy_distances) {
-    if (2 * n > model.max_context()) {
-      const std::string note = "not applicable: needs " + std::to_string(2 * n) + " positions; the model accepts " +
-                               std::to_string(model.max_context());
-      if (!o.json) std::printf("%8zu  %s\n", n, note.c_str());
-      rows.push_back({{"distance", n}, {"note", note}});
-      continue;
+    const nlohmann::json row = posenc::copy_probe_at(model, data.val(), n, o.copy_segments);
+    if (!o.json) {
+      if (row.contains("note"))
+        std::printf("%8zu  %s\n", n, row["note"].get<std::string>().c_str());
+      else
+        std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, row["first_copy_loss"].get<double>(),
+                    row["first_copy_sd"].get<double>(), row["second_copy_loss"].get<double>(),
+                    row["second_copy_sd"].get<double>(), row["drop"].get<double>(), row["drop_sd"].get<double>());
     }
-    const posenc::CopyProbe p = model.copy_probe(data.val(), n, o.copy_segments);
-    if (!o.json)
-      std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, p.first_copy_loss, p.first_copy_sd,
-                  p.second_copy_loss, p.second_copy_sd, p.drop, p.drop_sd);
-    rows.push_back({{"distance", n}, {"segments", p.segments}, {"first_copy_loss", p.first_copy_loss},
-                    {"first_copy_sd", p.first_copy_sd}, {"second_copy_loss", p.second_copy_loss},
-                    {"second_copy_sd", p.second_copy_sd}, {"drop", p.drop}, {"drop_sd", p.drop_sd}});
+    rows.push_back(row);
   }
   if (o.json) {
     nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},

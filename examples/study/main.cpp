@@ -2,6 +2,7 @@
 //   study                      the published design (4 variants × 3 seeds × 2000 steps, + 4000-step runs for seed 1337)
 //   study --variants rope,alibi --seeds 1,2 --steps 300 --extended-steps 0 --out runs/small-study
 //   study --grid init=normal,pytorch --grid grad_clip=none,1 --extended-steps 0 --out runs/grid
+//   study --extrapolate 128,256,512,1024 --per-position --copy-probe 64,128,256,512 --extrapolate-rope yarn:8
 // Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
 // The study itself is posenc's (posenc/study/); this is its command line.
 #include <CLI/CLI.hpp>
@@ -94,6 +95,23 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--extrapolate", extrapolate,
                  "Evaluate every base run's final model at these lengths, e.g. 128,256,512,1024");
+  bool per_position = false;
+  std::size_t bins = 16;
+  app.add_flag("--per-position", per_position,
+               "With --extrapolate: also the mean loss by position at each length, in --bins ranges");
+  app.add_option("--bins", bins, "Ranges of positions --per-position records")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}))
+      ->capture_default_str();
+  std::string copy_probe, extrapolate_rope;
+  app.add_option("--copy-probe", copy_probe,
+                 "The copy probe of every base run's final model at these distances, e.g. 64,128,256,512: the loss on "
+                 "a repeated segment of the validation split against its first copy");
+  app.add_option("--copy-segments", design.copy_segments, "Segments of the validation split per copy-probe distance")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+      ->capture_default_str();
+  app.add_option("--extrapolate-rope", extrapolate_rope,
+                 "METHOD:FACTOR,...: the rotary variants' --extrapolate and --copy-probe again under each RoPE "
+                 "scaling (linear, ntk, dynamic-ntk, yarn), e.g. linear:8,ntk:8,dynamic-ntk:8,yarn:8");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   std::vector<std::string> grid;
   app.add_option("--grid", grid,
@@ -119,6 +137,16 @@ int main(int argc, char** argv) {
     if (design.extended_steps == 0) design.extended_seeds.clear();  // no extended runs: nothing to check
     for (const std::uint64_t L : parse_numbers(extrapolate, "--extrapolate", 9, "a length (a whole number ≥ 1)"))
       design.extrapolate.push_back(static_cast<std::size_t>(L));
+    if (per_position) design.per_position_bins = bins;
+    else if (app.count("--bins") > 0) posenc::fail("--bins: the ranges are those of --per-position; give it too");
+    for (const std::uint64_t n : parse_numbers(copy_probe, "--copy-probe", 9, "a distance (a whole number ≥ 2)"))
+      design.copy_probe.push_back(static_cast<std::size_t>(n));
+    for (const std::string& spec : split_list(extrapolate_rope))
+      try {
+        design.extrapolate_rope.push_back(posenc::parse_rope_scaling_spec(spec));
+      } catch (const posenc::Error& e) {
+        posenc::fail("--extrapolate-rope: ", e.what());
+      }
     run_options.apply();
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     posenc::validate_design(design);  // before the corpus is read

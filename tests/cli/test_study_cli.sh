@@ -58,6 +58,23 @@ else
   failed "extrapolate: $(tail -5 extrapolate.log)"
 fi
 
+# The other evaluations after training, added to the finished study the same way: the loss by
+# position, the copy probe, and the rotary variant again under two RoPE scalings.
+if "$bin" "${design[@]}" --out whole --extrapolate 16,32,64 --per-position --bins 4 --copy-probe 8,16 \
+     --copy-segments 6 --extrapolate-rope yarn:4,linear:4 > evaluations.log 2>&1 &&
+   grep -q "6 finished, 0 to run" evaluations.log && grep -q "## RoPE scaling against the trained angles" whole/summary.md &&
+   grep -q "## Loss by position in a window of 64" whole/summary.md && grep -q "## Copy probe" whole/summary.md &&
+   grep -q "| rope · yarn ×4 |" whole/summary.md &&
+   python3 -c 'import json,sys; s=json.load(open("whole/summary.json")); c=s["scaling_comparisons"]; p=[x for x in s["copy_probe"] if x["mean_drop"] is not None]; sys.exit(0 if len(c)==6 and all(x["n"]==2 for x in c) and len(p)==8 and len(s["position_curves"])==12 else 1)'; then
+  pass "--per-position, --copy-probe and --extrapolate-rope evaluate the finished runs and are summarised"
+else
+  failed "evaluations: $(tail -5 evaluations.log)"
+fi
+expect_error "a RoPE scaling without its factor" "--extrapolate-rope: rope scaling 'yarn': expected METHOD:FACTOR" \
+  "$bin" "${design[@]}" --out whole --extrapolate 16 --extrapolate-rope yarn
+expect_error "--bins without --per-position" "--bins: the ranges are those of --per-position" \
+  "$bin" "${design[@]}" --out whole --extrapolate 16 --bins 4
+
 # --embedding-std reaches every run's model: two one-step studies that differ only in it record
 # it and start from different losses.
 one_step=(--variants learned --seeds 1 --steps 1 --extended-steps 0 --eval-every 1 --eval-iters 2
@@ -106,8 +123,8 @@ for candidate in python3 /usr/bin/python3; do
 done
 if [ -n "$python" ]; then
   if "$python" "$root/tools/plot_study.py" whole > plot.log 2>&1 &&
-     for p in val_curves final_val_loss generalization_gap extrapolation; do [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || exit 1; done; then
-    pass "plot_study.py writes the four plots as PNG and SVG"
+     for p in val_curves final_val_loss generalization_gap extrapolation per_position copy_probe; do [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || exit 1; done; then
+    pass "plot_study.py writes the six plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"
   fi

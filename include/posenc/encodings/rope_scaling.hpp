@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -80,7 +81,27 @@ struct RopeScaling {
 
   // One line for logs and reports, e.g. "yarn ×4 (base 10000, L 128)".
   std::string describe(double policy_base, std::size_t context) const;
+  // The method and factor, e.g. "yarn ×4"; "none" for the trained angles.
+  std::string label() const;
 };
+
+// A scaling written METHOD:FACTOR (linear:4, ntk:8, dynamic-ntk:8, yarn:8), every other setting
+// its default; posenc::Error saying what is wrong otherwise.
+inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  const std::string_view method = text.substr(0, colon);
+  const auto parsed = parse_rope_scaling(method);
+  if (!parsed || *parsed == RopeScalingMethod::none || colon == std::string_view::npos)
+    fail("rope scaling '", text, "': expected METHOD:FACTOR with METHOD linear, ntk, dynamic-ntk or yarn, e.g. yarn:8");
+  const std::string factor(text.substr(colon + 1));
+  char* end = nullptr;
+  const double value = std::strtod(factor.c_str(), &end);
+  if (factor.empty() || end != factor.c_str() + factor.size())
+    fail("rope scaling '", text, "': the factor '", factor, "' is not a number");
+  RopeScaling scaling{.method = *parsed, .factor = value};
+  scaling.validate();
+  return scaling;
+}
 
 // What a rotary table needs: each pair's angle per position (radians) and the magnitude q and k
 // are multiplied by (1 but for YaRN).
@@ -152,13 +173,19 @@ inline constexpr bool is_rotary_policy =
       attention.set_rope_scaling(scaling);
     };
 
-inline std::string RopeScaling::describe(double policy_base, std::size_t context) const {
+inline std::string RopeScaling::label() const {
   std::string text(rope_scaling_name(method));
-  char buf[160];
   if (scales()) {
+    char buf[64];
     std::snprintf(buf, sizeof buf, " ×%g", factor);
     text += buf;
   }
+  return text;
+}
+
+inline std::string RopeScaling::describe(double policy_base, std::size_t context) const {
+  std::string text = label();
+  char buf[160];
   std::snprintf(buf, sizeof buf, " (base %g, L %zu", base.value_or(policy_base),
                 original_context != 0 ? original_context : context);
   text += buf;

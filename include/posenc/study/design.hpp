@@ -1,4 +1,4 @@
-// StudyDesign: a study's runs (grid points × variants × seeds, extended runs, extrapolation lengths), plan, validation.
+// StudyDesign: a study's runs (grid points × variants × seeds, extended runs, evaluations after training).
 #pragma once
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/encodings/all.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/study/grid.hpp"
 #include "posenc/train/run_config.hpp"
 
@@ -29,7 +30,12 @@ struct StudyDesign {
   // Everything else every run shares: model size, training settings, initialisation, precision and
   // corpus. Its posenc, steps and seed are each run's own (run_config).
   RunConfig run;
-  std::vector<std::size_t> extrapolate;  // evaluation lengths for the extrapolation table (none: skip)
+  // After training, each base run's final model is evaluated again (each empty or 0: skipped):
+  std::vector<std::size_t> extrapolate;       // the validation loss at these lengths
+  std::size_t per_position_bins = 0;          // and its mean by position there, in this many ranges
+  std::vector<std::size_t> copy_probe;        // the copy probe at these distances (posenc::copy_probe)
+  std::size_t copy_segments = 64;             // … over this many segments of the validation split
+  std::vector<RopeScaling> extrapolate_rope;  // rotary variants: all of it again under each scaling
   // Settings crossed with the variants and seeds: every run is made at every point of the grid
   // (grid_points), each point's settings applied to `run`. None: one point, `run` itself.
   std::vector<GridAxis> grid;
@@ -99,6 +105,26 @@ inline void validate_design(const StudyDesign& d) {
         fail("--extended-seeds: ", seed, " is not among --seeds; an extended run continues the base run of its seed");
   for (std::size_t L : d.extrapolate)
     if (L == 0) fail("--extrapolate: a length must be at least 1");
+  if (d.per_position_bins > 0 && d.extrapolate.empty())
+    fail("--per-position: the loss by position is taken at the --extrapolate lengths; give some");
+  detail::reject_repeats(d.copy_probe, "--copy-probe");
+  for (std::size_t n : d.copy_probe)
+    if (n < 2) fail("--copy-probe: a distance must be at least 2, got ", n);
+  if (d.copy_segments == 0) fail("--copy-segments must be at least 1");
+  for (std::size_t i = 0; i < d.extrapolate_rope.size(); ++i) {
+    const RopeScaling& scaling = d.extrapolate_rope[i];
+    if (!scaling.scales()) fail("--extrapolate-rope: each entry is METHOD:FACTOR with a scaling method");
+    scaling.validate();
+    for (std::size_t j = 0; j < i; ++j)
+      if (d.extrapolate_rope[j] == scaling) fail("--extrapolate-rope: '", scaling.label(), "' is given twice");
+  }
+  if (!d.extrapolate_rope.empty()) {
+    if (d.extrapolate.empty() && d.copy_probe.empty())
+      fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths and the --copy-probe distances; "
+           "give either");
+    if (std::none_of(d.variants.begin(), d.variants.end(), [](const std::string& v) { return rotary_policy(v); }))
+      fail("--extrapolate-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+  }
   for (std::size_t a = 0; a < d.grid.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b)
       if (d.grid[b].name == d.grid[a].name) fail("--grid ", d.grid[a].name, ": the setting is given twice");

@@ -7,12 +7,15 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/io/atomic_file.hpp"
+#include "posenc/io/checkpoint.hpp"
 #include "posenc/study/design.hpp"
 #include "posenc/train/run_config.hpp"
 #include "posenc/train/trainer.hpp"
@@ -29,20 +32,51 @@ struct RunRecord {
   double wall_seconds = 0;
   double tokens_per_second = 0;
   std::string checkpoint;
-  // The final model's validation loss at other lengths: one entry per length with its stride and
-  // the non-overlapping and sliding-window losses (null where the model cannot take the length).
+  // The final model's validation loss at other lengths: one entry per length (and RoPE scaling)
+  // with its stride, the non-overlapping and sliding-window losses (null where the model cannot
+  // take the length) and, when the study asks, the loss by position (evaluate_at_length,
+  // per_position_at_length).
   nlohmann::json extrapolation = nlohmann::json::array();
+  // The copy probe: one entry per distance (and RoPE scaling), copy_probe_at's row.
+  nlohmann::json copy_probe = nlohmann::json::array();
+  // An entry made under a RoPE scaling names it in "rope_scaling" (the study's METHOD:FACTOR);
+  // one without was made with the trained angles.
 
-  // The extrapolation entry of a length, if the record has one.
-  const nlohmann::json* extrapolation_at(std::size_t length) const {
-    for (const auto& e : extrapolation)
-      if (e.at("length").get<std::size_t>() == length) return &e;
-    return nullptr;
+  // The extrapolation entry of a length under a scaling (none: the trained angles), if the record has one.
+  const nlohmann::json* extrapolation_at(std::size_t length, const RopeScaling& scaling = {}) const {
+    return find_entry(extrapolation, "length", length, scaling);
+  }
+  nlohmann::json* extrapolation_at(std::size_t length, const RopeScaling& scaling = {}) {
+    return find_entry(extrapolation, "length", length, scaling);
+  }
+  // The copy-probe entry of a distance under a scaling, if the record has one.
+  const nlohmann::json* copy_probe_at(std::size_t distance, const RopeScaling& scaling = {}) const {
+    return find_entry(copy_probe, "distance", distance, scaling);
+  }
+  nlohmann::json* copy_probe_at(std::size_t distance, const RopeScaling& scaling = {}) {
+    return find_entry(copy_probe, "distance", distance, scaling);
+  }
+  // The scaling an entry was made under.
+  static RopeScaling entry_scaling(const nlohmann::json& entry) {
+    return entry.contains("rope_scaling") ? rope_scaling_from_json(entry.at("rope_scaling"), "a run record's entry")
+                                          : RopeScaling{};
   }
   double generalization_gap() const { return final_val_loss - final_train_loss; }
   const std::string& variant() const { return config.posenc; }
   std::uint64_t seed() const { return config.train.seed; }
   std::int64_t steps() const { return config.train.steps; }
+
+ private:
+  static const nlohmann::json* find_entry(const nlohmann::json& entries, const char* key, std::size_t value,
+                                          const RopeScaling& scaling) {
+    for (const nlohmann::json& e : entries)
+      if (e.at(key).get<std::size_t>() == value && entry_scaling(e) == scaling) return &e;
+    return nullptr;
+  }
+  static nlohmann::json* find_entry(nlohmann::json& entries, const char* key, std::size_t value,
+                                    const RopeScaling& scaling) {
+    return const_cast<nlohmann::json*>(find_entry(std::as_const(entries), key, value, scaling));
+  }
 };
 
 inline nlohmann::json to_json(const RunRecord& r) {
@@ -56,7 +90,8 @@ inline nlohmann::json to_json(const RunRecord& r) {
           {"wall_seconds", r.wall_seconds},
           {"tokens_per_second", r.tokens_per_second},
           {"checkpoint", r.checkpoint},
-          {"extrapolation", r.extrapolation}};
+          {"extrapolation", r.extrapolation},
+          {"copy_probe", r.copy_probe}};
 }
 
 inline RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -69,6 +104,7 @@ inline RunRecord run_record_from_json(const nlohmann::json& j) {
   r.tokens_per_second = j.at("tokens_per_second").get<double>();
   r.checkpoint = j.at("checkpoint").get<std::string>();
   if (j.contains("extrapolation")) r.extrapolation = j.at("extrapolation");
+  if (j.contains("copy_probe")) r.copy_probe = j.at("copy_probe");
   return r;
 }
 

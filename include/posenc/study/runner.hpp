@@ -1,4 +1,4 @@
-// StudyRunner: executes a study's runs (fresh, resumed or extended, N at a time), records and extrapolates them.
+// StudyRunner: executes a study's runs (fresh, resumed or extended, N at a time), records and evaluates them.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -114,7 +115,7 @@ class StudyRunner {
 
   // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
   // finished base run of the same variant and seed), evaluates the final model by full passes (and
-  // a base run at the extrapolation lengths) and returns the run's record.
+  // a base run as evaluate_final_model does) and returns the run's record.
   RunRecord execute(const RunSpec& spec, StudyObserver& observer, std::size_t job) const {
     const RunConfig config = this->config(spec);
     const RunDirectory run(paths_.run_dir(spec));
@@ -155,24 +156,70 @@ class StudyRunner {
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
-    if (spec.steps == design_.steps) extrapolate(record);
+    if (spec.steps == design_.steps) evaluate_final_model(record);
     return record;
   }
 
-  // Adds the extrapolation lengths the record lacks, evaluating its final checkpoint.
-  void extrapolate(RunRecord& record) const {
-    std::vector<std::size_t> missing;
-    for (std::size_t L : design_.extrapolate)
-      if (record.extrapolation_at(L) == nullptr) missing.push_back(L);
-    if (missing.empty()) return;
-    const SafetensorsFile file = read_safetensors(record.checkpoint);
-    const CheckpointInfo info = read_checkpoint_info(file);
-    const std::size_t longest = *std::max_element(missing.begin(), missing.end());
-    const auto model = make_model_({info.policy, info.layers, info.dim, info.heads},
-                                   info.model_config(std::max(longest, 16 * info.context)));
-    model->load_parameters(file);
-    for (std::size_t L : missing)
-      record.extrapolation.push_back(evaluate_at_length(*model, data_.val(), L, std::max<std::size_t>(1, L / 2)));
+  // Adds what the design evaluates after training and the record lacks, from its final
+  // checkpoint: the validation loss at each extrapolation length (and by position, with
+  // per_position_bins), the copy probe at each distance and, for a rotary variant, both again under
+  // each of extrapolate_rope (the checkpoint's own base and settings, the method and factor replaced).
+  void evaluate_final_model(RunRecord& record) const {
+    std::vector<RopeScaling> scalings = {RopeScaling{}};
+    if (rotary_policy(record.variant()))
+      scalings.insert(scalings.end(), design_.extrapolate_rope.begin(), design_.extrapolate_rope.end());
+    std::optional<SafetensorsFile> file;  // read when something is missing
+    std::optional<CheckpointInfo> info;
+    std::unique_ptr<AnyModel> model;
+    auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
+      if (!model) {
+        file = read_safetensors(record.checkpoint);
+        info = read_checkpoint_info(*file);
+        std::size_t longest = 16 * info->context;
+        for (std::size_t L : design_.extrapolate) longest = std::max(longest, L);
+        for (std::size_t n : design_.copy_probe) longest = std::max(longest, 2 * n);
+        model = make_model_({info->policy, info->layers, info->dim, info->heads}, info->model_config(longest));
+        model->load_parameters(*file);
+      }
+      if (model->rotary()) {
+        RopeScaling applied = info->rope;
+        if (scaling.scales()) {
+          applied.method = scaling.method;
+          applied.factor = scaling.factor;
+        }
+        if (!(model->rope_scaling() == applied)) model->set_rope_scaling(applied);
+      }
+      return *model;
+    };
+    const std::vector<TokenId>& val = data_.val();
+    const std::size_t bins = design_.per_position_bins;
+    for (const RopeScaling& scaling : scalings) {
+      const auto keyed = [&](nlohmann::json row) {
+        if (scaling.scales()) row["rope_scaling"] = to_json(scaling);
+        return row;
+      };
+      for (std::size_t L : design_.extrapolate) {
+        nlohmann::json* entry = record.extrapolation_at(L, scaling);
+        const auto has_bins = [&](const nlohmann::json& e) {
+          return bins == 0 || e.contains("note") ||
+                 (e.contains("per_position") && e["per_position"]["bins"].size() == std::min(bins, L));
+        };
+        if (entry != nullptr && has_bins(*entry)) continue;
+        AnyModel& m = model_under(scaling);
+        if (entry == nullptr) {
+          record.extrapolation.push_back(keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2))));
+          entry = &record.extrapolation.back();
+        }
+        if (!has_bins(*entry)) (*entry)["per_position"] = per_position_at_length(m, val, L, bins);
+      }
+      for (std::size_t n : design_.copy_probe) {
+        nlohmann::json* entry = record.copy_probe_at(n, scaling);
+        if (entry != nullptr && entry->at("segments").get<std::size_t>() == design_.copy_segments) continue;
+        nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments));
+        if (entry != nullptr) *entry = std::move(row);
+        else record.copy_probe.push_back(std::move(row));
+      }
+    }
   }
 
   // Executes plan()[pending[i]] for i = next++ until none is left, recording each; a failed run is
@@ -208,20 +255,20 @@ class StudyRunner {
     for (auto& t : threads) t.join();
   }
 
-  // Every finished run's record, in plan order. With `extrapolate_finished`, records that lack an
-  // extrapolation length are evaluated there and rewritten (their checkpoints must be here); a
-  // record that cannot be is added to `failures` and kept as it is.
-  std::vector<RunRecord> records(bool extrapolate_finished, StudyFailures& failures) const {
+  // Every finished run's record, in plan order. With `evaluate_finished`, a base run's record that
+  // lacks an evaluation of the design (evaluate_final_model) gets it and is rewritten (its
+  // checkpoint must be here); a record that cannot be is added to `failures` and kept as it is.
+  std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures) const {
     std::vector<RunRecord> records;
     for (const RunSpec& spec : plan_)
       if (auto r = load_record(paths_.record(spec))) {
-        if (extrapolate_finished && spec.steps == design_.steps && !design_.extrapolate.empty()) {
+        if (evaluate_finished && spec.steps == design_.steps) {
           try {
-            const std::size_t before = r->extrapolation.size();
-            extrapolate(*r);
-            if (r->extrapolation.size() != before) write_record(*r, paths_.record(spec));
+            const nlohmann::json before = to_json(*r);
+            evaluate_final_model(*r);
+            if (to_json(*r) != before) write_record(*r, paths_.record(spec));
           } catch (const std::exception& e) {
-            failures.add(spec.id() + " (extrapolation): " + e.what());
+            failures.add(spec.id() + " (evaluation after training): " + e.what());
           }
         }
         records.push_back(std::move(*r));

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/encodings/all.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/model/aliases.hpp"
 #include "posenc/study/design.hpp"
@@ -59,19 +61,57 @@ struct ExtendedComparison {
   bool ranking_changed = false;
 };
 
-// One variant at one evaluation length: the validation loss over seeds in one protocol.
+// One variant (under one RoPE scaling) at one evaluation length: the validation loss over seeds in one protocol.
 struct ExtrapolationCell {
   std::string variant;
+  std::string scaling = "none";  // the RoPE scaling's label ("yarn ×8"); "none": the trained angles
   std::size_t length = 0;
   std::string protocol;  // "non_overlapping" or "sliding"
-  std::vector<double> values;  // by seed
-  std::optional<double> mean, sd;
-  std::string note;  // why there are no values (e.g. past a learned table)
+  std::vector<double> values = {};  // by seed
+  std::optional<double> mean = {}, sd = {};
+  std::string note = {};  // why there are no values (e.g. past a learned table)
+};
+
+// A rotary variant at one length: under a scaling against the trained angles, paired by seed
+// (non-overlapping protocol).
+struct ScalingComparison {
+  std::string variant, scaling;
+  std::size_t length = 0;
+  std::size_t n = 0;           // seeds with both
+  double mean_difference = 0;  // scaled − trained angles
+  std::optional<stats::TTest> paired = {};
+  std::optional<double> p_holm = {};  // over every scaling comparison of the study
+};
+
+// The loss by position at one length (under one scaling): each range's mean and sd over seeds.
+struct PositionCurve {
+  std::string variant, scaling = "none";
+  std::size_t length = 0;
+  std::size_t n = 0;  // seeds
+  std::vector<std::size_t> first = {}, last = {};  // each range's positions, both included
+  std::vector<double> mean = {};
+  std::vector<std::optional<double>> sd = {};
+};
+
+// The copy probe of one variant (under one scaling) at one distance over seeds: each seed's mean
+// loss on the first and on the second copy, and the paired t-test of the two (a drop the seeds
+// agree on says the model reads from that far back).
+struct CopyProbeCell {
+  std::string variant, scaling = "none";
+  std::size_t distance = 0;
+  std::vector<double> first = {}, second = {};  // by seed
+  std::optional<double> mean_first = {}, mean_second = {}, mean_drop = {}, sd_drop = {};
+  std::optional<stats::TTest> paired = {};
+  std::optional<double> p_holm = {};  // over every copy-probe cell of the study
+  std::string note = {};              // why there are no values (e.g. past a learned table)
 };
 
 struct StudySummary {
   StudyDesign design;
   std::vector<ExtrapolationCell> extrapolation;
+  std::vector<ScalingComparison> scaling_comparisons;
+  std::vector<PositionCurve> position_curves;
+  std::vector<CopyProbeCell> copy_probe;
   std::vector<VariantSummary> variants;
   std::map<std::uint64_t, std::vector<std::string>> ranking_by_seed;  // best first
   bool ranking_complete = false;    // every seed has a finished run of every variant
@@ -103,6 +143,113 @@ inline std::vector<std::optional<double>> holm(const std::vector<std::optional<d
   }
   return adjusted;
 }
+
+// The RoPE settings a variant's final models were evaluated under: the trained angles, and for a
+// rotary variant each of the design's extrapolate_rope.
+inline std::vector<RopeScaling> evaluated_scalings(const StudyDesign& d, const std::string& variant) {
+  std::vector<RopeScaling> scalings = {RopeScaling{}};
+  if (rotary_policy(variant)) scalings.insert(scalings.end(), d.extrapolate_rope.begin(), d.extrapolate_rope.end());
+  return scalings;
+}
+
+// The evaluations after training (extrapolation, loss by position, copy probe) over seeds, from
+// the base run of each variant and seed that find(variant, seed) returns (nullptr: none).
+template <class FindBase>
+void summarize_evaluations(StudySummary& s, FindBase find) {
+  const StudyDesign& d = s.design;
+  for (const std::string& v : d.variants)
+    for (const RopeScaling& scaling : evaluated_scalings(d, v)) {
+      const std::string label = scaling.label();
+      for (const std::size_t L : d.extrapolate) {
+        for (const char* protocol : {"non_overlapping", "sliding"}) {
+          ExtrapolationCell cell{.variant = v, .scaling = label, .length = L, .protocol = protocol};
+          for (std::uint64_t seed : d.seeds)
+            if (const RunRecord* r = find(v, seed))
+              if (const nlohmann::json* e = r->extrapolation_at(L, scaling)) {
+                if (e->at(protocol).is_number()) cell.values.push_back(e->at(protocol).get<double>());
+                else if (e->contains("note")) cell.note = e->at("note").get<std::string>();
+              }
+          if (!cell.values.empty()) {
+            cell.mean = stats::mean(cell.values);
+            cell.sd = stats::sample_sd(cell.values);
+          }
+          s.extrapolation.push_back(cell);
+        }
+        if (d.per_position_bins > 0) {
+          PositionCurve curve{.variant = v, .scaling = label, .length = L};
+          std::vector<std::vector<double>> by_bin;
+          for (std::uint64_t seed : d.seeds) {
+            const RunRecord* r = find(v, seed);
+            const nlohmann::json* e = r != nullptr ? r->extrapolation_at(L, scaling) : nullptr;
+            if (e == nullptr || !e->contains("per_position")) continue;
+            const nlohmann::json& bins = e->at("per_position").at("bins");
+            if (curve.n == 0)
+              for (const nlohmann::json& b : bins) {
+                curve.first.push_back(b.at("first").get<std::size_t>());
+                curve.last.push_back(b.at("last").get<std::size_t>());
+              }
+            if (bins.size() != curve.first.size()) continue;  // another binning: not averaged with these
+            by_bin.resize(bins.size());
+            for (std::size_t b = 0; b < bins.size(); ++b) by_bin[b].push_back(bins[b].at("loss").get<double>());
+            ++curve.n;
+          }
+          for (const std::vector<double>& losses : by_bin) {
+            curve.mean.push_back(stats::mean(losses));
+            curve.sd.push_back(stats::sample_sd(losses));
+          }
+          if (curve.n > 0) s.position_curves.push_back(curve);
+        }
+        if (scaling.scales()) {
+          ScalingComparison c{.variant = v, .scaling = label, .length = L};
+          std::vector<double> scaled, trained;
+          for (std::uint64_t seed : d.seeds)
+            if (const RunRecord* r = find(v, seed)) {
+              const nlohmann::json *a = r->extrapolation_at(L, scaling), *b = r->extrapolation_at(L);
+              if (a && b && a->at("non_overlapping").is_number() && b->at("non_overlapping").is_number()) {
+                scaled.push_back(a->at("non_overlapping").get<double>());
+                trained.push_back(b->at("non_overlapping").get<double>());
+              }
+            }
+          c.n = scaled.size();
+          if (c.n > 0) c.mean_difference = stats::mean(scaled) - stats::mean(trained);
+          c.paired = stats::paired_t_test(scaled, trained);
+          s.scaling_comparisons.push_back(c);
+        }
+      }
+      for (const std::size_t n : d.copy_probe) {
+        CopyProbeCell cell{.variant = v, .scaling = label, .distance = n};
+        for (std::uint64_t seed : d.seeds)
+          if (const RunRecord* r = find(v, seed))
+            if (const nlohmann::json* e = r->copy_probe_at(n, scaling)) {
+              if (e->contains("note")) {
+                cell.note = e->at("note").get<std::string>();
+              } else {
+                cell.first.push_back(e->at("first_copy_loss").get<double>());
+                cell.second.push_back(e->at("second_copy_loss").get<double>());
+              }
+            }
+        if (!cell.first.empty()) {
+          std::vector<double> drop;
+          for (std::size_t i = 0; i < cell.first.size(); ++i) drop.push_back(cell.first[i] - cell.second[i]);
+          cell.mean_first = stats::mean(cell.first);
+          cell.mean_second = stats::mean(cell.second);
+          cell.mean_drop = stats::mean(drop);
+          cell.sd_drop = stats::sample_sd(drop);
+          cell.paired = stats::paired_t_test(cell.first, cell.second);
+        }
+        s.copy_probe.push_back(cell);
+      }
+    }
+  const auto holm_of = [](auto& family) {
+    std::vector<std::optional<double>> p;
+    for (const auto& c : family) p.push_back(c.paired ? std::optional<double>(c.paired->p) : std::nullopt);
+    const auto adjusted = holm(p);
+    for (std::size_t k = 0; k < family.size(); ++k) family[k].p_holm = adjusted[k];
+  };
+  holm_of(s.scaling_comparisons);
+  holm_of(s.copy_probe);
+}
+
 }  // namespace detail
 
 // The statistics over a study's finished runs; runs of the design without a record are listed as
@@ -195,29 +342,9 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
     s.pairs[k].paired_p_holm = paired_holm[k];
   }
 
-  // Length extrapolation of the base runs' final models.
-  for (const std::string& v : design.variants)
-    for (const std::size_t L : design.extrapolate)
-      for (const char* protocol : {"non_overlapping", "sliding"}) {
-        ExtrapolationCell cell;
-        cell.variant = v;
-        cell.length = L;
-        cell.protocol = protocol;
-        for (std::uint64_t seed : design.seeds)
-          if (const RunRecord* r = find({v, seed, design.steps}))
-            if (const nlohmann::json* e = r->extrapolation_at(L)) {
-              if (e->at(protocol).is_number())
-                cell.values.push_back(e->at(protocol).get<double>());
-              else if (e->contains("note"))
-                cell.note = e->at("note").get<std::string>();
-            }
-        if (!cell.values.empty()) {
-          cell.mean = stats::mean(cell.values);
-          cell.sd = stats::sample_sd(cell.values);
-        }
-        s.extrapolation.push_back(cell);
-      }
-
+  detail::summarize_evaluations(s, [&](const std::string& v, std::uint64_t seed) {
+    return find({v, seed, design.steps});
+  });
   // The extended runs against the same seeds' base runs: the first `steps` of an extended run
   // are the base run (same seed, constant learning rate), so the base run's final model is the
   // extended run at `steps`.
@@ -310,12 +437,41 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                         {"complete", e.complete}, {"ranking_changed", e.ranking_changed}});
   nlohmann::json extrapolation = nlohmann::json::array();
   for (const ExtrapolationCell& c : s.extrapolation)
-    extrapolation.push_back({{"variant", c.variant}, {"length", c.length}, {"protocol", c.protocol},
-                             {"values", c.values}, {"mean", detail::optional_json(c.mean)},
+    extrapolation.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length},
+                             {"protocol", c.protocol}, {"values", c.values}, {"mean", detail::optional_json(c.mean)},
                              {"sd", detail::optional_json(c.sd)}, {"note", c.note}});
+  nlohmann::json scaling_comparisons = nlohmann::json::array();
+  for (const ScalingComparison& c : s.scaling_comparisons)
+    scaling_comparisons.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length},
+                                   {"protocol", "non_overlapping"}, {"n", c.n},
+                                   {"mean_difference", c.mean_difference},
+                                   {"paired", test_json(c.paired, c.p_holm)}});
+  nlohmann::json position_curves = nlohmann::json::array();
+  for (const PositionCurve& c : s.position_curves) {
+    nlohmann::json sd = nlohmann::json::array();
+    for (const auto& x : c.sd) sd.push_back(detail::optional_json(x));
+    position_curves.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length}, {"n", c.n},
+                               {"first", c.first}, {"last", c.last}, {"mean", c.mean}, {"sd", sd}});
+  }
+  nlohmann::json copy_probe = nlohmann::json::array();
+  for (const CopyProbeCell& c : s.copy_probe)
+    copy_probe.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"distance", c.distance},
+                          {"first_copy_loss", c.first}, {"second_copy_loss", c.second},
+                          {"mean_first_copy_loss", detail::optional_json(c.mean_first)},
+                          {"mean_second_copy_loss", detail::optional_json(c.mean_second)},
+                          {"mean_drop", detail::optional_json(c.mean_drop)},
+                          {"sd_drop", detail::optional_json(c.sd_drop)},
+                          {"paired", test_json(c.paired, c.p_holm)}, {"note", c.note}});
+  nlohmann::json extrapolate_rope = nlohmann::json::array();
+  for (const RopeScaling& r : s.design.extrapolate_rope) extrapolate_rope.push_back(r.label());
   return {{"extrapolation", extrapolation},
+          {"scaling_comparisons", scaling_comparisons},
+          {"position_curves", position_curves},
+          {"copy_probe", copy_probe},
           {"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
-                      {"extrapolate", s.design.extrapolate},
+                      {"extrapolate", s.design.extrapolate}, {"per_position_bins", s.design.per_position_bins},
+                      {"copy_probe", s.design.copy_probe}, {"copy_segments", s.design.copy_segments},
+                      {"extrapolate_rope", extrapolate_rope},
                       {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
                       {"layers", s.design.run.layers}, {"dim", s.design.run.dim}, {"heads", s.design.run.heads},
                       {"batch", s.design.run.train.batch}, {"context", s.design.run.train.context},
@@ -448,31 +604,110 @@ inline std::string summary_markdown(const StudySummary& s) {
        << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
   }
 
+  const auto row_name = [](const std::string& variant, const std::string& scaling) {
+    return scaling == "none" ? variant : variant + " · " + scaling;
+  };
+  const auto header = [&](const auto& columns, const std::string& prefix = "") {  // "| variant | … |" and its rule
+    md << "| variant |";
+    for (const auto& c : columns) md << " " << prefix << c << " |";
+    md << "\n|---|";
+    for (std::size_t i = 0; i < columns.size(); ++i) md << "---|";
+    md << "\n";
+  };
+  const auto rows = [&](auto&& each) {  // each(variant, scaling label) in the design's order
+    for (const std::string& v : d.variants)
+      for (const RopeScaling& scaling : detail::evaluated_scalings(d, v)) each(v, scaling.label());
+  };
   if (!s.extrapolation.empty()) {
     md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
        << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
           "cut into windows of the length, every target scored once. Sliding: windows of the length moved by half "
-          "of it, each target scored once with at least half a window of context.\n";
+          "of it, each target scored once with at least half a window of context."
+       << (d.extrapolate_rope.empty() ? "" : " A row 'variant · method ×s' is the rotary variant under that RoPE "
+                                             "scaling (no training), its base and other settings those it was "
+                                             "trained with.")
+       << "\n";
     for (const char* protocol : {"non_overlapping", "sliding"}) {
-      md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows")
-         << ":\n\n| variant |";
-      for (std::size_t L : d.extrapolate) md << " " << L << " |";
-      md << "\n|---|";
-      for (std::size_t i = 0; i < d.extrapolate.size(); ++i) md << "---|";
-      md << "\n";
-      for (const std::string& v : d.variants) {
-        md << "| " << v << " |";
+      md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows") << ":\n\n";
+      header(d.extrapolate);
+      rows([&](const std::string& v, const std::string& scaling) {
+        md << "| " << row_name(v, scaling) << " |";
         for (const ExtrapolationCell& c : s.extrapolation)
-          if (c.variant == v && c.protocol == protocol) {
+          if (c.variant == v && c.scaling == scaling && c.protocol == protocol) {
             if (c.mean)
               md << " " << fixed(*c.mean) << (c.sd ? " ± " + fixed(*c.sd) : "") << " |";
             else
               md << " " << (c.note.empty() ? "—" : "n/a") << " |";
           }
         md << "\n";
-      }
+      });
     }
     md << "\nn/a: the model cannot take the length (a learned table has one row per trained position).\n";
+  }
+
+  if (!s.scaling_comparisons.empty()) {
+    md << "\n## RoPE scaling against the trained angles\n\n"
+       << "Validation loss under the scaling minus with the trained angles (non-overlapping windows), mean over "
+          "seeds; the paired t-test by seed, Holm-adjusted over the "
+       << s.scaling_comparisons.size() << " comparisons. Negative: the scaling helps.\n\n";
+    header(d.extrapolate);
+    rows([&](const std::string& v, const std::string& scaling) {
+      if (scaling == "none") return;
+      md << "| " << row_name(v, scaling) << " |";
+      for (const ScalingComparison& c : s.scaling_comparisons)
+        if (c.variant == v && c.scaling == scaling)
+          md << " " << (c.n == 0 ? "—" : (c.mean_difference >= 0 ? "+" : "") + fixed(c.mean_difference))
+             << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";
+      md << "\n";
+    });
+  }
+
+  if (!s.position_curves.empty()) {
+    const std::size_t L = *std::max_element(d.extrapolate.begin(), d.extrapolate.end());
+    md << "\n## Loss by position in a window of " << L << "\n\n"
+       << "Mean over seeds of the validation loss at the positions of each range (non-overlapping windows); the "
+          "model was trained at context "
+       << d.run.train.context << ". Every length's curve is in summary.json; tools/plot_study.py draws them.\n\n";
+    const PositionCurve* first_curve = nullptr;
+    for (const PositionCurve& c : s.position_curves)
+      if (c.length == L && first_curve == nullptr) first_curve = &c;
+    if (first_curve != nullptr) {
+      std::vector<std::string> ranges;
+      for (std::size_t b = 0; b < first_curve->first.size(); ++b)
+        ranges.push_back(std::to_string(first_curve->first[b]) + "–" + std::to_string(first_curve->last[b]));
+      header(ranges);
+      rows([&](const std::string& v, const std::string& scaling) {
+        for (const PositionCurve& c : s.position_curves)
+          if (c.variant == v && c.scaling == scaling && c.length == L && c.first == first_curve->first) {
+            md << "| " << row_name(v, scaling) << " |";
+            for (double m : c.mean) md << " " << fixed(m, 3) << " |";
+            md << "\n";
+          }
+      });
+    }
+  }
+
+  if (!s.copy_probe.empty()) {
+    md << "\n## Copy probe\n\n"
+       << d.copy_segments << " segments of n characters of the validation split, each followed by itself; the "
+          "drop is the mean loss on the first copy minus that on the second (the same targets, readable n "
+          "positions back). Mean ± sd over seeds, and the paired t-test of the two losses by seed, Holm-adjusted "
+          "over the "
+       << s.copy_probe.size() << " cells. A drop near 0 says the model does not read from n back.\n\n";
+    header(d.copy_probe, "n = ");
+    rows([&](const std::string& v, const std::string& scaling) {
+      md << "| " << row_name(v, scaling) << " |";
+      for (const CopyProbeCell& c : s.copy_probe)
+        if (c.variant == v && c.scaling == scaling) {
+          if (c.mean_drop)
+            md << " " << fixed(*c.mean_drop, 3) << (c.sd_drop ? " ± " + fixed(*c.sd_drop, 3) : "")
+               << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";
+          else
+            md << " " << (c.note.empty() ? "—" : "n/a") << " |";
+        }
+      md << "\n";
+    });
+    md << "\nn/a: the model cannot take 2 × n positions.\n";
   }
 
   if (!s.extended.empty()) {

@@ -176,4 +176,36 @@ inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<Toke
   return row;
 }
 
+// The mean loss by position in windows of `length` (per_position_loss) over `bins` ranges of
+// positions, as JSON {windows, bins: [{first, last, loss}]}.
+inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<TokenId>& tokens,
+                                             std::size_t length, std::size_t bins) {
+  if (bins == 0) fail("per-position loss: the number of bins must be positive");
+  const PositionLoss by_position = model.per_position_loss(tokens, length);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PositionLoss::Bin& b : by_position.binned(bins))
+    rows.push_back({{"first", b.first}, {"last", b.last}, {"loss", b.loss}});
+  return {{"windows", by_position.windows}, {"bins", rows}};
+}
+
+// The copy probe at one distance as a JSON row {distance, segments, first_copy_loss,
+// first_copy_sd, second_copy_loss, second_copy_sd, drop, drop_sd}; {distance, segments, note} when
+// the model cannot take the 2 × distance positions it needs.
+inline nlohmann::json copy_probe_at(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t distance,
+                                    std::size_t segments) {
+  if (2 * distance > model.max_context())
+    return {{"distance", distance}, {"segments", segments},
+            {"note", "not applicable: needs " + std::to_string(2 * distance) + " positions; the model accepts " +
+                         std::to_string(model.max_context())}};
+  const CopyProbe p = model.copy_probe(tokens, distance, segments);
+  return {{"distance", distance},
+          {"segments", p.segments},
+          {"first_copy_loss", p.first_copy_loss},
+          {"first_copy_sd", p.first_copy_sd},
+          {"second_copy_loss", p.second_copy_loss},
+          {"second_copy_sd", p.second_copy_sd},
+          {"drop", p.drop},
+          {"drop_sd", p.drop_sd}};
+}
+
 }  // namespace posenc

@@ -52,6 +52,21 @@ struct PositionLoss {
     for (std::size_t t = first; t < last; ++t) s += mean_loss[t];
     return s / static_cast<double>(last - first);
   }
+
+  // The window cut into min(bins, length) ranges of positions as equal as whole numbers allow.
+  struct Bin {
+    std::size_t first = 0, last = 0;  // positions first…last, both included
+    double loss = 0;
+  };
+  std::vector<Bin> binned(std::size_t bins) const {
+    const std::size_t n = std::min(bins, length);
+    std::vector<Bin> out;
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::size_t first = b * length / n, end = (b + 1) * length / n;
+      out.push_back({first, end - 1, mean_over(first, end)});
+    }
+    return out;
+  }
 };
 
 template <class Model>
