@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# Longer contexts (issue 19): the twelve encodings × seeds 1337, 2024, 42 × 2,000 steps under the
+# Longer contexts (issue 19): the twelve encodings × seeds 4, 5, 6 × 2,000 steps under the
 # published design's settings, then every base run's final model evaluated at 128–1,024 tokens
 # (both protocols, the loss by position in 16 ranges), with the copy probe at 16–512, and each
 # rotary encoding again under every RoPE scaling method at ×8 (1,024 / 128). Resumable: the same
 # command continues. The four published encodings' runs of these seeds are the power study's
-# (runs/power10, docs/results.md "Power"): their records are copied, so they are not trained again,
-# and their checkpoints are read where that study left them. Writes runs/longer-contexts.
+# (runs/power10, docs/results.md "Power"; finish it first): their records
+# are copied where their checkpoints are here, so they are not trained again. Writes
+# runs/longer-contexts.
 set -eu
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"  # the records name their checkpoints relative to here
 out=runs/longer-contexts
 mkdir -p "$out/records"
 for v in learned sinusoidal rope alibi-single; do
-  for seed in 1337 2024 42; do
+  for seed in 4 5 6; do
     record="runs/power10/records/$v-seed$seed-steps2000.json"
-    if [ -e "$record" ] && [ ! -e "$out/records/$(basename "$record")" ]; then cp "$record" "$out/records/"; fi
+    [ -e "$record" ] && [ ! -e "$out/records/$(basename "$record")" ] || continue
+    checkpoint="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["checkpoint"])' "$record")"
+    if [ -e "$checkpoint" ]; then cp "$record" "$out/records/"; fi
   done
 done
 nice -n 19 build/release/examples/study \
   --variants nope,learned,sinusoidal,rope,rope-interleaved,rope-partial,xpos,alibi,alibi-single,t5,kerple,fire \
-  --seeds 1337,2024,42 --extended-steps 0 --jobs 2 --out "$out" \
+  --seeds 4,5,6 --extended-steps 0 --jobs 2 --out "$out" \
   --extrapolate 128,256,512,1024 --per-position --bins 16 --copy-probe 16,64,128,256,512 \
   --extrapolate-rope linear:8,ntk:8,dynamic-ntk:8,yarn:8
