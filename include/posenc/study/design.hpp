@@ -76,6 +76,14 @@ inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std:
   return c;
 }
 
+// The RoPE settings a variant's final models are evaluated under after training: the trained
+// angles, and for a rotary variant each of the design's extrapolate_rope.
+inline std::vector<RopeScaling> evaluated_scalings(const StudyDesign& d, const std::string& variant) {
+  std::vector<RopeScaling> scalings = {RopeScaling{}};
+  if (rotary_policy(variant)) scalings.insert(scalings.end(), d.extrapolate_rope.begin(), d.extrapolate_rope.end());
+  return scalings;
+}
+
 namespace detail {
 template <class T>
 void reject_repeats(const std::vector<T>& values, const char* what) {

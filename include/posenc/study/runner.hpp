@@ -164,22 +164,19 @@ class StudyRunner {
   // checkpoint: the validation loss at each extrapolation length (and by position, with
   // per_position_bins), the copy probe at each distance and, for a rotary variant, both again under
   // each of extrapolate_rope (the checkpoint's own base and settings, the method and factor replaced).
-  void evaluate_final_model(RunRecord& record) const {
-    std::vector<RopeScaling> scalings = {RopeScaling{}};
-    if (rotary_policy(record.variant()))
-      scalings.insert(scalings.end(), design_.extrapolate_rope.begin(), design_.extrapolate_rope.end());
-    std::optional<SafetensorsFile> file;  // read when something is missing
+  // Whether it evaluated anything (the checkpoint is read only then).
+  bool evaluate_final_model(RunRecord& record) const {
     std::optional<CheckpointInfo> info;
-    std::unique_ptr<AnyModel> model;
+    std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
       if (!model) {
-        file = read_safetensors(record.checkpoint);
-        info = read_checkpoint_info(*file);
+        const SafetensorsFile file = read_safetensors(record.checkpoint);
+        info = read_checkpoint_info(file);
         std::size_t longest = 16 * info->context;
         for (std::size_t L : design_.extrapolate) longest = std::max(longest, L);
         for (std::size_t n : design_.copy_probe) longest = std::max(longest, 2 * n);
         model = make_model_({info->policy, info->layers, info->dim, info->heads}, info->model_config(longest));
-        model->load_parameters(*file);
+        model->load_parameters(file);
       }
       if (model->rotary()) {
         RopeScaling applied = info->rope;
@@ -193,7 +190,7 @@ class StudyRunner {
     };
     const std::vector<TokenId>& val = data_.val();
     const std::size_t bins = design_.per_position_bins;
-    for (const RopeScaling& scaling : scalings) {
+    for (const RopeScaling& scaling : evaluated_scalings(design_, record.variant())) {
       const auto keyed = [&](nlohmann::json row) {
         if (scaling.scales()) row["rope_scaling"] = to_json(scaling);
         return row;
@@ -220,6 +217,7 @@ class StudyRunner {
         else record.copy_probe.push_back(std::move(row));
       }
     }
+    return model != nullptr;
   }
 
   // Executes plan()[pending[i]] for i = next++ until none is left, recording each; a failed run is
@@ -264,9 +262,7 @@ class StudyRunner {
       if (auto r = load_record(paths_.record(spec))) {
         if (evaluate_finished && spec.steps == design_.steps) {
           try {
-            const nlohmann::json before = to_json(*r);
-            evaluate_final_model(*r);
-            if (to_json(*r) != before) write_record(*r, paths_.record(spec));
+            if (evaluate_final_model(*r)) write_record(*r, paths_.record(spec));
           } catch (const std::exception& e) {
             failures.add(spec.id() + " (evaluation after training): " + e.what());
           }

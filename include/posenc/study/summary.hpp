@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
-#include "posenc/encodings/all.hpp"
 #include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/model/aliases.hpp"
@@ -142,14 +141,6 @@ inline std::vector<std::optional<double>> holm(const std::vector<std::optional<d
     adjusted[order[k]] = running;
   }
   return adjusted;
-}
-
-// The RoPE settings a variant's final models were evaluated under: the trained angles, and for a
-// rotary variant each of the design's extrapolate_rope.
-inline std::vector<RopeScaling> evaluated_scalings(const StudyDesign& d, const std::string& variant) {
-  std::vector<RopeScaling> scalings = {RopeScaling{}};
-  if (rotary_policy(variant)) scalings.insert(scalings.end(), d.extrapolate_rope.begin(), d.extrapolate_rope.end());
-  return scalings;
 }
 
 // The evaluations after training (extrapolation, loss by position, copy probe) over seeds, from
@@ -616,7 +607,7 @@ inline std::string summary_markdown(const StudySummary& s) {
   };
   const auto rows = [&](auto&& each) {  // each(variant, scaling label) in the design's order
     for (const std::string& v : d.variants)
-      for (const RopeScaling& scaling : detail::evaluated_scalings(d, v)) each(v, scaling.label());
+      for (const RopeScaling& scaling : evaluated_scalings(d, v)) each(v, scaling.label());
   };
   if (!s.extrapolation.empty()) {
     md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
