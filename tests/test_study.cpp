@@ -299,13 +299,112 @@ TEST_CASE("the summary of the evaluations after training: RoPE scalings and the 
   CHECK(*s.position_curves[0].sd[1] == Approx(0.1));
 
   const std::string md = summary_markdown(s);
-  CHECK(md.find("## RoPE scaling against the trained angles") != std::string::npos);
+  CHECK(md.find("## RoPE scaling against the trained model") != std::string::npos);
   CHECK(md.find("| rope · yarn ×4 | -0.4667 (p ") != std::string::npos);
   CHECK(md.find("## Loss by position in a window of 512") != std::string::npos);
   CHECK(md.find("| learned | n/a |") != std::string::npos);
   const nlohmann::json j = summary_json(s);
   CHECK(j["copy_probe"][0]["mean_drop"].get<double>() == Approx(2.5 / 3));
   CHECK(j["design"]["extrapolate_rope"] == nlohmann::json{"yarn ×4"});
+}
+
+TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), each at its own context and batch") {
+  StudyDesign d;
+  d.variants = {"alibi", "rope"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.fine_tune_context = 512;
+  d.fine_tune_rope = {parse_rope_scaling_spec("yarn:4")};
+  validate_design(d);
+  const std::vector<RunSpec> plan = plan_runs(d);
+  REQUIRE(plan.size() == 4 + 2 * 1 + 2 * 2);  // base runs, then alibi's one fine-tune and rope's two per seed
+  CHECK(plan[4].id() == "alibi-seed1-steps2000-ft512x200");
+  CHECK(plan[5].id() == "rope-seed1-steps2000-ft512x200");
+  CHECK(plan[6].id() == "rope-seed1-steps2000-ft512x200-yarn4");
+  CHECK(plan[6].base().id() == "rope-seed1-steps2000");
+  CHECK(plan.back().id() == "rope-seed2-steps2000-ft512x200-yarn4");
+
+  const RunConfig tuned = run_config(d, plan[6], "digest", "runs/rope-seed1/model.safetensors");
+  CHECK(tuned.train.context == 512);
+  CHECK(tuned.train.batch == 8);  // the base runs' 32 × 128 tokens a step
+  CHECK(tuned.train.steps == 200);
+  CHECK(tuned.train.eval_every == 200);
+  CHECK(tuned.train.seed == 1);
+  CHECK(tuned.init_from == InitFrom{"runs/rope-seed1/model.safetensors", 2000, 128});
+  CHECK(tuned.rope.method == RopeScalingMethod::yarn);
+  CHECK(tuned.rope.factor == 4);
+  CHECK(tuned.rope.original_context == 128);  // the factor stretches the base run's context, not 512
+  CHECK_FALSE(run_config(d, plan[5], "digest", "x").rope.changes_anything());
+  d.fine_tune_batch = 3;
+  CHECK(run_config(d, plan[5], "digest", "x").train.batch == 3);
+
+  // the rows of the evaluations: rope's base model, its fine-tune and its fine-tune under yarn
+  const std::vector<EvaluatedModel> rows = evaluated_models(d, "rope");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].is_base());
+  CHECK(rows[2].fine_tune_label() == "ft 512×200");
+  CHECK(rows[2].scaling_label() == "yarn ×4");
+  CHECK_FALSE(rows[2].scaling.scales());  // a fine-tuned model is evaluated with its own angles
+  CHECK(evaluated_models(d, "alibi").size() == 2);
+}
+
+TEST_CASE("the summary compares each fine-tuned model with its base run's, paired by seed") {
+  StudyDesign d;
+  d.variants = {"rope"};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate = {512};
+  d.fine_tune_context = 512;
+  d.fine_tune_rope = {parse_rope_scaling_spec("linear:4")};
+  const std::vector<double> base = {2.5, 2.7, 2.6}, plain = {1.6, 1.7, 1.5}, linear = {1.55, 1.6, 1.5};
+  const auto entry = [](double loss) {
+    return nlohmann::json::array({{{"length", 512}, {"stride", 256}, {"non_overlapping", loss}, {"sliding", loss}}});
+  };
+  std::vector<RunRecord> records;
+  for (std::size_t i = 0; i < d.seeds.size(); ++i) {
+    RunRecord r = record("rope", d.seeds[i], 2000, 1.6, 1.5);
+    r.extrapolation = entry(base[i]);
+    records.push_back(r);
+    for (const FineTune& tune : fine_tunes(d, "rope")) {
+      RunRecord t = r;
+      t.config = run_config(d, {"rope", d.seeds[i], 2000, {}, tune}, "test-data", r.checkpoint);
+      t.extrapolation = entry(tune.rope.scales() ? linear[i] : plain[i]);
+      records.push_back(t);
+    }
+  }
+  const StudySummary s = summarize_study(d, records);
+  CHECK(s.missing_runs.empty());
+  REQUIRE(s.variants.size() == 1);
+  CHECK(s.variants[0].val.size() == 3);  // the fine-tunes are not base runs
+  REQUIRE(s.extrapolation.size() == 6);  // 3 models × 2 protocols
+  CHECK(s.extrapolation[2].fine_tune == "ft 512×200");
+  CHECK(s.extrapolation[2].scaling == "none");
+  CHECK(*s.extrapolation[2].mean == Approx(1.6));
+  CHECK(s.extrapolation[4].scaling == "linear ×4");
+  CHECK(*s.extrapolation[4].mean == Approx(1.55));
+  REQUIRE(s.scaling_comparisons.size() == 2);
+  CHECK(s.scaling_comparisons[0].fine_tune == "ft 512×200");
+  CHECK(s.scaling_comparisons[0].n == 3);
+  CHECK(s.scaling_comparisons[0].mean_difference == Approx((4.8 - 7.8) / 3));
+  CHECK(s.scaling_comparisons[1].mean_difference == Approx((4.65 - 7.8) / 3));
+  REQUIRE(s.scaling_comparisons[1].paired);
+  const std::string md = summary_markdown(s);
+  CHECK(md.find("## RoPE scaling and fine-tuning against the trained model") != std::string::npos);
+  CHECK(md.find("| rope · ft 512×200 · linear ×4 | -1.0500 (p ") != std::string::npos);
+  CHECK(md.find("fine-tuned at context C for N steps (batch 8") != std::string::npos);
+  const nlohmann::json j = summary_json(s);
+  CHECK(j["design"]["fine_tune"]["rope"] == nlohmann::json{"linear ×4"});
+  CHECK(j["extrapolation"][4]["fine_tune"] == "ft 512×200");
+
+  // a missing fine-tune is named, and a record is not taken for another kind of run
+  records.pop_back();
+  const StudySummary partial = summarize_study(d, records);
+  CHECK(partial.missing_runs == std::vector<std::string>{"rope-seed42-steps2000-ft512x200-linear4"});
+  CHECK(is_record_of(records[1], d, {"rope", 1337, 2000, {}, FineTune{512, 200}}));
+  CHECK_FALSE(is_record_of(records[1], d, {"rope", 1337, 2000}));
+  CHECK_FALSE(is_record_of(records[0], d, {"rope", 1337, 2000, {}, FineTune{512, 200}}));
+  CHECK_FALSE(is_record_of(records[2], d, {"rope", 1337, 2000, {}, FineTune{512, 200}}));
 }
 
 TEST_CASE("Holm's adjustment by hand") {

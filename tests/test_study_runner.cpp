@@ -357,6 +357,92 @@ TEST_CASE("validate_design names the first problem of a design") {
                   "forbids") == 0);
   CHECK(problem([](StudyDesign& d) { d.run.train.schedule.warmup_steps = 7; }) ==
         "--warmup-steps 7 exceeds the run's 6 steps");
+  CHECK(problem([](StudyDesign& d) { d.fine_tune_rope = {parse_rope_scaling_spec("linear:2")}; }) ==
+        "--fine-tune-rope: the scalings apply to fine-tunes; give --fine-tune too");
+  CHECK(problem([](StudyDesign& d) { d.fine_tune_context = 8; }) ==
+        "--fine-tune 8: the runs train at that context already; fine-tune at another");
+  CHECK(problem([](StudyDesign& d) { d.fine_tune_context = 16, d.fine_tune_steps = 0; }) ==
+        "--fine-tune-steps 0 must be at least 1");
+  CHECK(problem([](StudyDesign& d) {
+          d.variants = {"alibi"};
+          d.fine_tune_context = 16;
+          d.fine_tune_rope = {parse_rope_scaling_spec("linear:2")};
+        }) == "--fine-tune-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+  CHECK(problem([](StudyDesign& d) {
+          d.fine_tune_context = 16;
+          d.grid = {parse_grid_axis("batch=2,4")};
+        }) == "--grid batch with --fine-tune: the fine-tunes set their own batch; study the two apart");
+  CHECK(problem([](StudyDesign& d) {
+          d.extended_steps = 0;
+          d.fine_tune_context = 16;
+          d.fine_tune_steps = 4;
+          d.run.train.schedule.warmup_steps = 5;
+        }) == "--warmup-steps 5 exceeds the run's 4 steps");
+}
+
+TEST_CASE("a study fine-tunes each base run from its final model at a new context, right after it, and evaluates "
+          "the fine-tuned models") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-fine-tune");
+  StudyDesign d = tiny_design();
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate = {32};
+  d.copy_probe = {8};
+  d.copy_segments = 3;
+  d.extrapolate_rope = {parse_rope_scaling_spec("ntk:4")};
+  d.fine_tune_context = 16;
+  d.fine_tune_steps = 4;
+  const RopeScaling linear = parse_rope_scaling_spec("linear:2");
+  d.fine_tune_rope = {linear};
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+  REQUIRE(runner.plan().size() == 4 + 3 * 2);  // rope: 2 fine-tunes per seed, alibi: 1
+  const std::vector<std::size_t> pending = runner.pending();
+  CHECK(runner.steps_to_train(pending) == 4 * 6 + 6 * 4);
+  // every fine-tune follows its base run in the same job
+  const auto items = runner.work_items(pending);
+  REQUIRE(items.size() == 4);
+  CHECK(runner.plan()[items[0].followers.at(1)].id() == "rope-seed1-steps6-ft16x4-linear2");
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(pending, 2, quiet, failures);
+  REQUIRE(failures.list().empty());
+  CHECK(runner.pending().empty());
+
+  const std::vector<RunRecord> records = runner.records(false, failures);
+  REQUIRE(records.size() == 10);
+  const CharDataset data(corpus());
+  for (std::size_t i = 4; i < records.size(); ++i) {
+    const RunSpec& spec = runner.plan()[i];
+    const RunRecord& tuned = records[i];
+    const RunRecord base = *load_record(runner.paths().record(spec.base()));
+    INFO(spec.id());
+    CHECK(tuned.config.train.context == 16);
+    CHECK(tuned.config.train.batch == 1);  // 2 windows of 8 tokens a step in the base runs
+    CHECK(tuned.config.init_from == InitFrom{base.checkpoint, 6, 8});
+    CHECK(tuned.config.rope.method == spec.fine_tune->rope.method);
+    CHECK(tuned.curve.back().step == 4);
+    // its training is the library's own fine-tune of the base run's final model
+    auto model = make_test_model(tuned.config.shape(), tuned.config.model_config(data.vocab_size()));
+    const SafetensorsFile source = read_safetensors(base.checkpoint);
+    model->initialize_from(source, read_checkpoint_info(source));
+    const RunDirectory again(dir.path / ("again-" + spec.id()));
+    const auto curve = model->train(data, tuned.config.train, again, false, {}, nullptr);
+    REQUIRE(curve.size() == tuned.curve.size());
+    CHECK(curve.front().val_loss == tuned.curve.front().val_loss);
+    CHECK(curve.back().val_loss == tuned.curve.back().val_loss);
+    CHECK(tuned.curve.front().val_loss < base.curve.front().val_loss);  // it starts trained, not fresh
+    // evaluated as the base runs are, with the angles it was fine-tuned with only
+    CHECK(tuned.extrapolation.size() == 1);
+    CHECK(tuned.copy_probe.size() == 1);
+    CHECK(tuned.extrapolation_at(32) != nullptr);
+  }
+  const StudySummary summary = summarize_study(d, records);
+  CHECK(summary.missing_runs.empty());
+  CHECK(summary.scaling_comparisons.size() == 4);  // rope: ntk, ft, ft · linear; alibi: ft
+  for (const ScalingComparison& c : summary.scaling_comparisons) CHECK(c.n == 2);
+  CHECK(summary_markdown(summary).find("| rope · ft 16×4 · linear ×2 |") != std::string::npos);
 }
 
 TEST_CASE("a grid study runs every variant and seed at every setting, and its summary compares them") {

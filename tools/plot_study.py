@@ -11,7 +11,7 @@ STUDY_DIR/plots/:
   generalization_gap  val − train per variant: mean and each seed
   extrapolation   (when the study has --extrapolate) validation loss against evaluation length per
                   variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols;
-                  a rotary variant under each --extrapolate-rope scaling as its own line
+                  a rotary variant under each --extrapolate-rope scaling, and each --fine-tune model, as its own line
   per_position    (with --per-position) mean loss by position in the window at each length, one
                   panel per length, the trained context marked
   copy_probe      (with --copy-probe) the copy probe's drop (first copy − second copy loss) against
@@ -143,25 +143,36 @@ def plot_gap(summary, study):
     save(fig, study, "generalization_gap")
 
 
+def model_kinds(summary):
+    """(fine-tune, scaling) of every evaluated model in the summary's order: the base model with its
+    trained angles, under each --extrapolate-rope scaling, then each fine-tune (and its scalings)."""
+    design = summary["design"]
+    kinds = [("none", s) for s in ["none"] + design.get("extrapolate_rope", [])]
+    tune = design.get("fine_tune")
+    if tune:
+        kinds += [(tune["label"], s) for s in ["none"] + tune["rope"]]
+    return kinds
+
+
+def kind_of(cell):
+    return cell.get("fine_tune", "none"), cell.get("scaling", "none")
+
+
 def evaluated_rows(summary, cells):
-    """(variant, scaling) in the design's order, the trained angles ("none") first, as the cells have them."""
-    rows = []
-    for v in summary["design"]["variants"]:
-        for scaling in ["none"] + summary["design"].get("extrapolate_rope", []):
-            if any(c["variant"] == v and c.get("scaling", "none") == scaling for c in cells):
-                rows.append((v, scaling))
-    return rows
+    """(variant, (fine-tune, scaling)) in the design's order, as the cells have them."""
+    return [(v, kind) for v in summary["design"]["variants"] for kind in model_kinds(summary)
+            if any(c["variant"] == v and kind_of(c) == kind for c in cells)]
 
 
-def row_label(variant, scaling):
-    return variant if scaling == "none" else f"{variant} · {scaling}"
+def row_label(variant, kind):
+    return " · ".join([variant] + [part for part in kind if part != "none"])
 
 
-def row_style(summary, variant, scaling):
-    """The variant's colour; a RoPE scaling gets its own line style and marker."""
+def row_style(summary, variant, kind):
+    """The variant's colour; each other model of it (a RoPE scaling, a fine-tune) its own line style and marker."""
     style = variant_style(summary, variant)
-    scalings = ["none"] + summary["design"].get("extrapolate_rope", [])
-    k = scalings.index(scaling) if scaling in scalings else 0
+    kinds = model_kinds(summary)
+    k = kinds.index(kind) if kind in kinds else 0
     if k > 0:
         style["linestyle"] = ("--", ":", "-.", (0, (5, 1)), (0, (1, 3)))[(k - 1) % 5]
         style["marker"] = "xP+1*"[(k - 1) % 5]
@@ -174,15 +185,15 @@ def plot_extrapolation(summary, study):
         return False
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, protocol, title in zip(axes, ("non_overlapping", "sliding"), ("non-overlapping windows", "sliding window")):
-        for v, scaling in evaluated_rows(summary, cells):
-            points = [c for c in cells if c["variant"] == v and c.get("scaling", "none") == scaling
+        for v, kind in evaluated_rows(summary, cells):
+            points = [c for c in cells if c["variant"] == v and kind_of(c) == kind
                       and c["protocol"] == protocol and c["mean"] is not None]
             if not points:
                 continue
             xs = [c["length"] for c in points]
             ys = [c["mean"] for c in points]
             err = [c["sd"] or 0.0 for c in points]
-            ax.errorbar(xs, ys, yerr=err, capsize=3, label=row_label(v, scaling), **row_style(summary, v, scaling))
+            ax.errorbar(xs, ys, yerr=err, capsize=3, label=row_label(v, kind), **row_style(summary, v, kind))
         ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("evaluation length (tokens); dotted: trained context")
@@ -202,12 +213,11 @@ def plot_position_curves(summary, study):
     lengths = sorted({c["length"] for c in curves})
     fig, axes = plt.subplots(1, len(lengths), figsize=(4.5 * len(lengths) + 2, 4.5), sharey=True, squeeze=False)
     for ax, length in zip(axes[0], lengths):
-        for v, scaling in evaluated_rows(summary, curves):
+        for v, kind in evaluated_rows(summary, curves):
             for c in curves:
-                if c["variant"] == v and c["scaling"] == scaling and c["length"] == length:
+                if c["variant"] == v and kind_of(c) == kind and c["length"] == length:
                     xs = [(a + b) / 2 for a, b in zip(c["first"], c["last"])]
-                    ax.plot(xs, c["mean"], label=row_label(v, scaling), markersize=4,
-                            **row_style(summary, v, scaling))
+                    ax.plot(xs, c["mean"], label=row_label(v, kind), markersize=4, **row_style(summary, v, kind))
         ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
         ax.set_xlabel("position in the window (range midpoint)")
         ax.set_title(f"windows of {length}")
@@ -224,11 +234,11 @@ def plot_copy_probe(summary, study):
     if not cells:
         return False
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for v, scaling in evaluated_rows(summary, cells):
-        points = [c for c in cells if c["variant"] == v and c["scaling"] == scaling]
+    for v, kind in evaluated_rows(summary, cells):
+        points = [c for c in cells if c["variant"] == v and kind_of(c) == kind]
         ax.errorbar([c["distance"] for c in points], [c["mean_drop"] for c in points],
-                    yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, scaling),
-                    **row_style(summary, v, scaling))
+                    yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, kind),
+                    **row_style(summary, v, kind))
     ax.axhline(0, color="black", linewidth=0.8)
     ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)

@@ -3,6 +3,7 @@
 //   study --variants rope,alibi --seeds 1,2 --steps 300 --extended-steps 0 --out runs/small-study
 //   study --grid init=normal,pytorch --grid grad_clip=none,1 --extended-steps 0 --out runs/grid
 //   study --extrapolate 128,256,512,1024 --per-position --copy-probe 64,128,256,512 --extrapolate-rope yarn:8
+//   study --extrapolate 256,512,1024 --fine-tune 512 --fine-tune-steps 200 --fine-tune-rope linear:4,yarn:4
 // Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
 // The study itself is posenc's (posenc/study/); this is its command line.
 #include <CLI/CLI.hpp>
@@ -52,6 +53,18 @@ std::vector<std::uint64_t> parse_numbers(const std::string& text, const char* op
     numbers.push_back(std::stoull(s));
   }
   return numbers;
+}
+
+// METHOD:FACTOR,... (posenc::parse_rope_scaling_spec), each error named with `option`.
+std::vector<posenc::RopeScaling> parse_scalings(const std::string& text, const char* option) {
+  std::vector<posenc::RopeScaling> scalings;
+  for (const std::string& spec : split_list(text))
+    try {
+      scalings.push_back(posenc::parse_rope_scaling_spec(spec));
+    } catch (const posenc::Error& e) {
+      posenc::fail(option, ": ", e.what());
+    }
+  return scalings;
 }
 
 template <class T>
@@ -112,6 +125,20 @@ int main(int argc, char** argv) {
   app.add_option("--extrapolate-rope", extrapolate_rope,
                  "METHOD:FACTOR,...: the rotary variants' --extrapolate and --copy-probe again under each RoPE "
                  "scaling (linear, ntk, dynamic-ntk, yarn), e.g. linear:8,ntk:8,dynamic-ntk:8,yarn:8");
+  std::string fine_tune_rope;
+  app.add_option("--fine-tune", design.fine_tune_context,
+                 "Fine-tune every base run's final model at this context (a learned table interpolated), and evaluate "
+                 "the fine-tuned models as the base runs'")
+      ->check(examples::whole_number_in(1, examples::longest_context));
+  app.add_option("--fine-tune-steps", design.fine_tune_steps, "Steps of each fine-tune")
+      ->check(examples::whole_number_in(1, examples::most_steps))
+      ->capture_default_str();
+  app.add_option("--fine-tune-batch", design.fine_tune_batch,
+                 "Windows per fine-tuning step (default: as many tokens per step as the base runs')")
+      ->check(examples::whole_number_in(1, examples::longest_context));
+  app.add_option("--fine-tune-rope", fine_tune_rope,
+                 "METHOD:FACTOR,...: the rotary variants fine-tuned again under each RoPE scaling, its factor "
+                 "stretching the base runs' context, e.g. linear:4,yarn:4");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   std::vector<std::string> grid;
   app.add_option("--grid", grid,
@@ -141,12 +168,11 @@ int main(int argc, char** argv) {
     else if (app.count("--bins") > 0) posenc::fail("--bins: the ranges are those of --per-position; give it too");
     for (const std::uint64_t n : parse_numbers(copy_probe, "--copy-probe", 9, "a distance (a whole number ≥ 2)"))
       design.copy_probe.push_back(static_cast<std::size_t>(n));
-    for (const std::string& spec : split_list(extrapolate_rope))
-      try {
-        design.extrapolate_rope.push_back(posenc::parse_rope_scaling_spec(spec));
-      } catch (const posenc::Error& e) {
-        posenc::fail("--extrapolate-rope: ", e.what());
-      }
+    design.extrapolate_rope = parse_scalings(extrapolate_rope, "--extrapolate-rope");
+    design.fine_tune_rope = parse_scalings(fine_tune_rope, "--fine-tune-rope");
+    for (const char* option : {"--fine-tune-steps", "--fine-tune-batch"})
+      if (app.count(option) > 0 && design.fine_tune_context == 0)
+        posenc::fail(option, ": it sets the fine-tunes; give --fine-tune CONTEXT too");
     run_options.apply();
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     posenc::validate_design(design);  // before the corpus is read

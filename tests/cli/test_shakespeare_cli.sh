@@ -390,6 +390,15 @@ if "$bin" train --init-from full/model.safetensors --data corpus.txt --context 3
 else
   failed "--init-from: $(tail -3 tuned.log tuned-learned.log)"
 fi
+# A scaling given while fine-tuning stretches the source's trained context (16), not the new one:
+# YaRN's ramp and dynamic NTK measure wavelengths against it
+if "$bin" train --init-from full/model.safetensors --data corpus.txt --context 32 --batch 4 --steps 2 --eval-every 2 \
+     --eval-iters 2 --rope-scaling yarn --rope-factor 2 --out tuned-yarn > tuned-yarn.log 2>&1 &&
+   python3 -c 'import json,sys; r=json.load(open("tuned-yarn/config.json"))["rope"]; sys.exit(0 if r["method"]=="yarn" and r["factor"]==2 and r["original_context"]==16 else 1)'; then
+  pass "train --init-from with a RoPE scaling stretches the source checkpoint's context"
+else
+  failed "--init-from with --rope-scaling: $(tail -3 tuned-yarn.log; cat tuned-yarn/config.json)"
+fi
 expect_error "--init-from with another policy" "--posenc alibi differs from the --init-from checkpoint's rope" \
   "$bin" train --init-from full/model.safetensors --posenc alibi --data corpus.txt --out tuned-bad
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi

@@ -62,7 +62,7 @@ fi
 # position, the copy probe, and the rotary variant again under two RoPE scalings.
 if "$bin" "${design[@]}" --out whole --extrapolate 16,32,64 --per-position --bins 4 --copy-probe 8,16 \
      --copy-segments 6 --extrapolate-rope yarn:4,linear:4 > evaluations.log 2>&1 &&
-   grep -q "6 finished, 0 to run" evaluations.log && grep -q "## RoPE scaling against the trained angles" whole/summary.md &&
+   grep -q "6 finished, 0 to run" evaluations.log && grep -q "## RoPE scaling against the trained model" whole/summary.md &&
    grep -q "## Loss by position in a window of 64" whole/summary.md && grep -q "## Copy probe" whole/summary.md &&
    grep -q "| rope · yarn ×4 |" whole/summary.md &&
    python3 -c 'import json,sys; s=json.load(open("whole/summary.json")); c=s["scaling_comparisons"]; p=[x for x in s["copy_probe"] if x["mean_drop"] is not None]; sys.exit(0 if len(c)==6 and all(x["n"]==2 for x in c) and len(p)==8 and len(s["position_curves"])==12 else 1)'; then
@@ -70,6 +70,20 @@ if "$bin" "${design[@]}" --out whole --extrapolate 16,32,64 --per-position --bin
 else
   failed "evaluations: $(tail -5 evaluations.log)"
 fi
+# Fine-tunes added to the finished study: each base run's final model trained on at context 32
+# (the rotary variant also under linear ×2), then evaluated as the base runs are.
+if "$bin" "${design[@]}" --out whole --jobs 2 --extrapolate 16,32,64 --per-position --bins 4 --copy-probe 8,16 \
+     --copy-segments 6 --extrapolate-rope yarn:4,linear:4 --fine-tune 32 --fine-tune-steps 20 \
+     --fine-tune-rope linear:2 > fine-tune.log 2>&1 &&
+   grep -q "12 runs in the design, 6 finished, 6 to run" fine-tune.log && [ "$(ls whole/records | wc -l)" -eq 12 ] &&
+   grep -q "| rope · ft 32×20 · linear ×2 |" whole/summary.md &&
+   python3 -c 'import json,sys; r=json.load(open("whole/records/rope-seed2-steps200-ft32x20-linear2.json")); c=r["config"]; sys.exit(0 if c["context"]==32 and c["batch"]==2 and c["init_from"]["step"]==200 and c["rope"]["original_context"]==16 and r["curve"][-1]["step"]==20 and len(r["extrapolation"])==3 else 1)'; then
+  pass "--fine-tune trains on every base run at a new context and evaluates the fine-tuned models"
+else
+  failed "fine-tune: $(tail -5 fine-tune.log)"
+fi
+expect_error "--fine-tune-rope without --fine-tune" "--fine-tune-rope: the scalings apply to fine-tunes; give --fine-tune too" \
+  "$bin" "${design[@]}" --out whole --fine-tune-rope linear:2
 expect_error "a RoPE scaling without its factor" "--extrapolate-rope: rope scaling 'yarn': expected METHOD:FACTOR" \
   "$bin" "${design[@]}" --out whole --extrapolate 16 --extrapolate-rope yarn
 expect_error "--bins without --per-position" "--bins: the ranges are those of --per-position" \
@@ -122,8 +136,12 @@ for candidate in python3 /usr/bin/python3; do
   if "$candidate" -c "import matplotlib" > /dev/null 2>&1; then python="$candidate"; break; fi
 done
 if [ -n "$python" ]; then
-  if "$python" "$root/tools/plot_study.py" whole > plot.log 2>&1 &&
-     for p in val_curves final_val_loss generalization_gap extrapolation per_position copy_probe; do [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || exit 1; done; then
+  all_plots() {
+    for p in val_curves final_val_loss generalization_gap extrapolation per_position copy_probe; do
+      [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || return 1
+    done
+  }
+  if "$python" "$root/tools/plot_study.py" whole > plot.log 2>&1 && all_plots; then
     pass "plot_study.py writes the six plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"

@@ -1,9 +1,11 @@
-// StudyDesign: a study's runs (grid points × variants × seeds, extended runs, evaluations after training).
+// StudyDesign: a study's runs (grid points × variants × seeds, extended runs, fine-tunes, evaluations after training).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "posenc/encodings/all.hpp"
 #include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/study/grid.hpp"
+#include "posenc/train/init_from.hpp"
 #include "posenc/train/run_config.hpp"
 
 namespace posenc {
@@ -19,6 +22,27 @@ namespace posenc {
 // study_context, model/aliases.hpp).
 inline const std::vector<std::string> published_variants = {"learned", "sinusoidal", "rope", "alibi-single"};
 inline const std::vector<std::uint64_t> published_seeds = {1337, 2024, 42};
+
+// A base run's final model trained on at another context (initialize_from_checkpoint), for
+// `steps` steps, under a RoPE scaling's method and factor (rotary variants; none: the trained angles).
+struct FineTune {
+  std::size_t context = 0;
+  std::int64_t steps = 0;
+  RopeScaling rope = {};
+  bool operator==(const FineTune&) const = default;
+  // "ft 512×200", the row's name in a summary (the scaling is named apart)
+  std::string label() const { return "ft " + std::to_string(context) + "×" + std::to_string(steps); }
+  // "-ft512x200" or "-ft512x200-yarn4", the run's name past its base run's
+  std::string id_suffix() const {
+    std::string text = "-ft" + std::to_string(context) + "x" + std::to_string(steps);
+    if (rope.scales()) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, "%g", rope.factor);
+      text += "-" + std::string(rope_scaling_name(rope.method)) + factor;
+    }
+    return text;
+  }
+};
 
 // The published study's design; every field can be changed from the study's command line.
 struct StudyDesign {
@@ -36,6 +60,15 @@ struct StudyDesign {
   std::vector<std::size_t> copy_probe;        // the copy probe at these distances (posenc::copy_probe)
   std::size_t copy_segments = 64;             // … over this many segments of the validation split
   std::vector<RopeScaling> extrapolate_rope;  // rotary variants: all of it again under each scaling
+  // Each base run is also fine-tuned from its final model at fine_tune_context (0: none) for
+  // fine_tune_steps, with fine_tune_batch windows a step (0: as many tokens a step as training),
+  // the rest of the training settings as the base run's; a rotary variant again under each of
+  // fine_tune_rope (its factor stretching the base run's context). Every fine-tuned model gets the
+  // evaluations above, under the angles it was fine-tuned with.
+  std::size_t fine_tune_context = 0;
+  std::int64_t fine_tune_steps = 200;
+  std::size_t fine_tune_batch = 0;
+  std::vector<RopeScaling> fine_tune_rope;
   // Settings crossed with the variants and seeds: every run is made at every point of the grid
   // (grid_points), each point's settings applied to `run`. None: one point, `run` itself.
   std::vector<GridAxis> grid;
@@ -44,15 +77,29 @@ struct StudyDesign {
 struct RunSpec {
   std::string variant;
   std::uint64_t seed = 0;
-  std::int64_t steps = 0;
+  std::int64_t steps = 0;  // a fine-tune's: its base run's
   GridPoint setting{};  // the grid point; empty without a grid
+  std::optional<FineTune> fine_tune = std::nullopt;  // none: trained from the start
   std::string id() const {
-    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps) + setting.id_suffix();
+    return variant + "-seed" + std::to_string(seed) + "-steps" + std::to_string(steps) + setting.id_suffix() +
+           (fine_tune ? fine_tune->id_suffix() : "");
   }
+  // The run a fine-tune starts from (itself for any other run).
+  RunSpec base() const { return {variant, seed, steps, setting}; }
 };
 
+// The fine-tunes of each of a variant's base runs: at the design's fine-tuning context with the
+// trained angles, and for a rotary variant under each of fine_tune_rope.
+inline std::vector<FineTune> fine_tunes(const StudyDesign& d, const std::string& variant) {
+  if (d.fine_tune_context == 0) return {};
+  std::vector<FineTune> tunes = {{d.fine_tune_context, d.fine_tune_steps}};
+  if (rotary_policy(variant))
+    for (const RopeScaling& rope : d.fine_tune_rope) tunes.push_back({d.fine_tune_context, d.fine_tune_steps, rope});
+  return tunes;
+}
+
 // For each grid point: the base runs (every variant × seed), then the extended runs (every variant
-// × extended seed).
+// × extended seed), then the fine-tunes of each base run.
 inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
   std::vector<RunSpec> runs;
   for (const GridPoint& point : grid_points(d.grid)) {
@@ -61,27 +108,69 @@ inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
     if (d.extended_steps > 0)
       for (std::uint64_t seed : d.extended_seeds)
         for (const std::string& v : d.variants) runs.push_back({v, seed, d.extended_steps, point});
+    for (std::uint64_t seed : d.seeds)
+      for (const std::string& v : d.variants)
+        for (const FineTune& tune : fine_tunes(d, v)) runs.push_back({v, seed, d.steps, point, tune});
   }
   return runs;
 }
 
 // One run of the design on the corpus whose corpus_digest() is data_digest: a stored run is reused
-// only when its configuration is the same run (RunConfig::same_run).
-inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest) {
+// only when its configuration is the same run (RunConfig::same_run). A fine-tune starts from
+// `base_checkpoint`, its base run's final model.
+inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std::string& data_digest,
+                            const std::string& base_checkpoint = "") {
   RunConfig c = with_setting(d.run, run.setting);
   c.posenc = run.variant;
   c.train.seed = run.seed;
   c.train.steps = run.steps;
   c.data_digest = data_digest;
+  if (run.fine_tune) {
+    const FineTune& tune = *run.fine_tune;
+    c.init_from = {base_checkpoint, run.steps, c.train.context};
+    c.train.batch = d.fine_tune_batch != 0
+                        ? d.fine_tune_batch
+                        : std::max<std::size_t>(1, c.train.batch * c.train.context / tune.context);
+    c.train.context = tune.context;
+    c.train.steps = tune.steps;
+    c.train.eval_every = std::min(c.train.eval_every, tune.steps);
+    if (tune.rope.scales()) {
+      c.rope.method = tune.rope.method;
+      c.rope.factor = tune.rope.factor;
+    }
+    c.rope = rope_for_fine_tuning(c.rope, c.init_from.context);
+  }
   return c;
 }
 
+// One row of the evaluations after training: a variant's base model under a RoPE scaling (none:
+// the trained angles), or one of its fine-tuned models under the angles it was fine-tuned with.
+struct EvaluatedModel {
+  std::optional<FineTune> fine_tune = std::nullopt;
+  RopeScaling scaling = {};  // the record's entries are keyed by it; a fine-tuned model's: none
+  std::string fine_tune_label() const { return fine_tune ? fine_tune->label() : "none"; }
+  // the scaling in effect: a fine-tuned model's is the one it was fine-tuned under
+  std::string scaling_label() const { return fine_tune ? fine_tune->rope.label() : scaling.label(); }
+  bool is_base() const { return !fine_tune && !scaling.scales(); }
+};
+
 // The RoPE settings a variant's final models are evaluated under after training: the trained
-// angles, and for a rotary variant each of the design's extrapolate_rope.
-inline std::vector<RopeScaling> evaluated_scalings(const StudyDesign& d, const std::string& variant) {
+// angles, and for a rotary variant each of the design's extrapolate_rope. A fine-tuned model is
+// evaluated with the angles it was fine-tuned with only.
+inline std::vector<RopeScaling> evaluated_scalings(const StudyDesign& d, const RunSpec& run) {
   std::vector<RopeScaling> scalings = {RopeScaling{}};
-  if (rotary_policy(variant)) scalings.insert(scalings.end(), d.extrapolate_rope.begin(), d.extrapolate_rope.end());
+  if (rotary_policy(run.variant) && !run.fine_tune)
+    scalings.insert(scalings.end(), d.extrapolate_rope.begin(), d.extrapolate_rope.end());
   return scalings;
+}
+
+// Every row of a variant's evaluations, in a summary's order: the base model under each scaling,
+// then each fine-tune.
+inline std::vector<EvaluatedModel> evaluated_models(const StudyDesign& d, const std::string& variant) {
+  std::vector<EvaluatedModel> models;
+  for (const RopeScaling& scaling : evaluated_scalings(d, RunSpec{variant})) models.push_back({std::nullopt, scaling});
+  for (const FineTune& tune : fine_tunes(d, variant)) models.push_back({tune, {}});
+  return models;
 }
 
 namespace detail {
@@ -91,6 +180,21 @@ void reject_repeats(const std::vector<T>& values, const char* what) {
     if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
         values.begin() + static_cast<std::ptrdiff_t>(i))
       fail(what, ": '", values[i], "' is given twice");
+}
+
+// Each a scaling method with its factor, none twice, and some variant rotary to take them.
+inline void check_scalings(const std::vector<RopeScaling>& scalings, const std::vector<std::string>& variants,
+                           const char* option) {
+  for (std::size_t i = 0; i < scalings.size(); ++i) {
+    const RopeScaling& scaling = scalings[i];
+    if (!scaling.scales()) fail(option, ": each entry is METHOD:FACTOR with a scaling method");
+    scaling.validate();
+    for (std::size_t j = 0; j < i; ++j)
+      if (scalings[j] == scaling) fail(option, ": '", scaling.label(), "' is given twice");
+  }
+  if (!scalings.empty() &&
+      std::none_of(variants.begin(), variants.end(), [](const std::string& v) { return rotary_policy(v); }))
+    fail(option, ": none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
 }
 }  // namespace detail
 
@@ -119,19 +223,23 @@ inline void validate_design(const StudyDesign& d) {
   for (std::size_t n : d.copy_probe)
     if (n < 2) fail("--copy-probe: a distance must be at least 2, got ", n);
   if (d.copy_segments == 0) fail("--copy-segments must be at least 1");
-  for (std::size_t i = 0; i < d.extrapolate_rope.size(); ++i) {
-    const RopeScaling& scaling = d.extrapolate_rope[i];
-    if (!scaling.scales()) fail("--extrapolate-rope: each entry is METHOD:FACTOR with a scaling method");
-    scaling.validate();
-    for (std::size_t j = 0; j < i; ++j)
-      if (d.extrapolate_rope[j] == scaling) fail("--extrapolate-rope: '", scaling.label(), "' is given twice");
-  }
-  if (!d.extrapolate_rope.empty()) {
-    if (d.extrapolate.empty() && d.copy_probe.empty())
-      fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths and the --copy-probe distances; "
-           "give either");
-    if (std::none_of(d.variants.begin(), d.variants.end(), [](const std::string& v) { return rotary_policy(v); }))
-      fail("--extrapolate-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+  detail::check_scalings(d.extrapolate_rope, d.variants, "--extrapolate-rope");
+  if (!d.extrapolate_rope.empty() && d.extrapolate.empty() && d.copy_probe.empty())
+    fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths and the --copy-probe distances; "
+         "give either");
+  if (d.fine_tune_context == 0) {
+    if (!d.fine_tune_rope.empty()) fail("--fine-tune-rope: the scalings apply to fine-tunes; give --fine-tune too");
+  } else {
+    if (d.fine_tune_context == d.run.train.context)
+      fail("--fine-tune ", d.fine_tune_context, ": the runs train at that context already; fine-tune at another");
+    if (d.fine_tune_steps < 1) fail("--fine-tune-steps ", d.fine_tune_steps, " must be at least 1");
+    detail::check_scalings(d.fine_tune_rope, d.variants, "--fine-tune-rope");
+    // a fine-tuned record is found at its grid point by its settings, which fine-tuning changes for these
+    for (const GridAxis& axis : d.grid)
+      for (const char* changed : {"batch", "context", "eval_every"})
+        if (axis.name == changed)
+          fail("--grid ", axis.name, " with --fine-tune: the fine-tunes set their own ", axis.name,
+               "; study the two apart");
   }
   for (std::size_t a = 0; a < d.grid.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b)
@@ -148,6 +256,7 @@ inline void validate_design(const StudyDesign& d) {
            "' schedule forbids (it decays over the run's length); pass --extended-steps 0, or study the longer runs "
            "as --steps");
     schedule.check(d.steps);
+    if (d.fine_tune_context != 0) schedule.check(d.fine_tune_steps);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,7 +24,7 @@ namespace posenc::mpi {
 namespace detail {
 enum StudyTag : int {
   want_run = 1,      // rank → 0: give me a run
-  assigned_run = 2,  // 0 → rank: the run's index in the plan, or −1: no more work
+  assigned_run = 2,  // 0 → rank: "<index> <follower index>…" (StudyRunner::WorkItem), or "-1": no more work
   run_record = 3,    // rank → 0: "<index>\n<record JSON>"
   run_failed = 4,    // rank → 0: "<index>\n<what went wrong>"
 };
@@ -35,22 +36,32 @@ inline std::pair<std::size_t, std::string> split_indexed(const std::string& text
 }  // namespace detail
 
 // A rank other than 0: asks rank 0 for runs until there are none left, and sends back each
-// record (or what went wrong).
+// record (or what went wrong); a run's followers (its fine-tunes) follow it when it finished.
 inline void serve_study_runs(const StudyRunner& runner, StudyObserver& observer) {
-  for (;;) {
-    send_text("", 0, detail::want_run);
-    const long long index = std::stoll(receive_text(0, detail::assigned_run).second);
-    if (index < 0) return;
-    const RunSpec& spec = runner.plan()[static_cast<std::size_t>(index)];
+  const auto execute = [&](std::size_t index) {
+    const RunSpec& spec = runner.plan().at(index);
     observer.started(0, spec.id());
     try {
       const RunRecord record = runner.execute(spec, observer, 0);
       send_text(std::to_string(index) + "\n" + to_json(record).dump(), 0, detail::run_record);
+      // its fine-tunes, next on this rank, need the record now, before rank 0 may have written it
+      if (!spec.fine_tune) write_record(record, runner.paths().record(spec));
       observer.finished(0, "done " + spec.id());
+      return true;
     } catch (const std::exception& e) {
       send_text(std::to_string(index) + "\n" + e.what(), 0, detail::run_failed);
       observer.finished(0, std::string("FAILED ") + spec.id() + ": " + e.what());
+      return false;
     }
+  };
+  for (;;) {
+    send_text("", 0, detail::want_run);
+    std::istringstream assigned(receive_text(0, detail::assigned_run).second);
+    long long index = -1;
+    assigned >> index;
+    if (index < 0) return;
+    if (!execute(static_cast<std::size_t>(index))) continue;
+    for (std::size_t follower = 0; assigned >> follower;) execute(follower);
   }
 }
 
@@ -59,8 +70,9 @@ inline void serve_study_runs(const StudyRunner& runner, StudyObserver& observer)
 // runs show as job r.
 inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<std::size_t>& pending, int ranks,
                                   StudyObserver& observer, StudyFailures& failures) {
+  const std::vector<StudyRunner::WorkItem> items = runner.work_items(pending);
   std::atomic<std::size_t> next{0};
-  std::thread own([&] { runner.work(0, pending, next, observer, failures, " (rank 0)"); });
+  std::thread own([&] { runner.work(0, items, next, observer, failures, " (rank 0)"); });
   int serving = ranks - 1;
   while (serving > 0) {
     if (!message_waiting()) {  // sleep rather than spin: the cores are for training
@@ -72,9 +84,11 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
     const std::string where = " (rank " + std::to_string(from.source) + ")";
     if (from.tag == detail::want_run) {
       const std::size_t i = next++;
-      if (i < pending.size()) {
-        send_text(std::to_string(pending[i]), from.source, detail::assigned_run);
-        observer.started(job, runner.plan()[pending[i]].id() + where);
+      if (i < items.size()) {
+        std::string assigned = std::to_string(items[i].run);
+        for (std::size_t follower : items[i].followers) assigned += " " + std::to_string(follower);
+        send_text(assigned, from.source, detail::assigned_run);
+        observer.started(job, runner.plan()[items[i].run].id() + where);
       } else {
         send_text("-1", from.source, detail::assigned_run);
         --serving;
@@ -83,7 +97,7 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
       const auto [index, json] = detail::split_indexed(text);
       const RunSpec& spec = runner.plan().at(index);
       write_record(run_record_from_json(nlohmann::json::parse(json)), runner.paths().record(spec));
-      observer.finished(job, "done " + spec.id() + where, spec.steps);
+      observer.finished(job, "done " + spec.id() + where, runner.steps_to_train({index}));
     } else if (from.tag == detail::run_failed) {
       const auto [index, what] = detail::split_indexed(text);
       const RunSpec& spec = runner.plan().at(index);

@@ -1,4 +1,4 @@
-// StudyRunner: executes a study's runs (fresh, resumed or extended, N at a time), records and evaluates them.
+// StudyRunner: executes a study's runs (fresh, resumed, extended, fine-tuned; N at once), records and evaluates them.
 #pragma once
 
 #include <algorithm>
@@ -78,14 +78,21 @@ class StudyRunner {
         digest_(corpus_digest(corpus)),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
-    for (const GridPoint& point : grid_points(design_.grid))
-      check_training_memory(with_setting(design_.run, point), data_.vocab_size());
+    for (const RunSpec& spec : plan_)  // the first run of each shape is enough, but all are cheap to check
+      check_training_memory(config(spec), data_.vocab_size());
   }
 
   const StudyDesign& design() const { return design_; }
   const StudyPaths& paths() const { return paths_; }
   const std::vector<RunSpec>& plan() const { return plan_; }
-  RunConfig config(const RunSpec& spec) const { return run_config(design_, spec, digest_); }
+  // A fine-tune starts from its base run's final model: the checkpoint its record names (which
+  // may be another study's), or where this study will write it.
+  RunConfig config(const RunSpec& spec) const {
+    if (!spec.fine_tune) return run_config(design_, spec, digest_);
+    const auto base = load_record(paths_.record(spec.base()));
+    return run_config(design_, spec, digest_,
+                      base ? base->checkpoint : RunDirectory(paths_.run_dir(spec.base())).final_model());
+  }
 
   // The indices into plan() of the runs without a record. A record made with another
   // configuration is an error, never silently reused.
@@ -109,14 +116,42 @@ class StudyRunner {
   std::int64_t steps_to_train(const std::vector<std::size_t>& pending) const {
     std::int64_t steps = 0;
     for (std::size_t i : pending)
-      steps += plan_[i].steps > design_.steps ? plan_[i].steps - design_.steps : plan_[i].steps;
+      steps += plan_[i].fine_tune ? plan_[i].fine_tune->steps
+               : plan_[i].steps > design_.steps ? plan_[i].steps - design_.steps
+                                                : plan_[i].steps;
     return steps;
   }
 
+  // Pending runs as the jobs take them: each with the pending fine-tunes of it, which the same job
+  // runs right after it (a fine-tune needs its base run's final model). A fine-tune whose base
+  // run is finished is an item of its own.
+  struct WorkItem {
+    std::size_t run;                     // an index into plan()
+    std::vector<std::size_t> followers;  // its fine-tunes, indices into plan()
+  };
+  std::vector<WorkItem> work_items(const std::vector<std::size_t>& pending) const {
+    std::vector<WorkItem> items;
+    const auto is_pending = [&](const RunSpec& spec) {
+      return std::any_of(pending.begin(), pending.end(), [&](std::size_t i) { return plan_[i].id() == spec.id(); });
+    };
+    for (std::size_t i : pending) {
+      if (plan_[i].fine_tune && is_pending(plan_[i].base())) continue;  // its base run's follower
+      WorkItem item{i, {}};
+      if (!plan_[i].fine_tune)
+        for (std::size_t j : pending)
+          if (plan_[j].fine_tune && plan_[j].base().id() == plan_[i].id()) item.followers.push_back(j);
+      items.push_back(std::move(item));
+    }
+    return items;
+  }
+
   // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
-  // finished base run of the same variant and seed), evaluates the final model by full passes (and
-  // a base run as evaluate_final_model does) and returns the run's record.
+  // finished base run of the same variant and seed, a fine-tune from its base run's final model),
+  // evaluates the final model by full passes (and a base run or a fine-tune as
+  // evaluate_final_model does) and returns the run's record.
   RunRecord execute(const RunSpec& spec, StudyObserver& observer, std::size_t job) const {
+    if (spec.fine_tune && !std::filesystem::exists(paths_.record(spec.base())))
+      fail("its base run ", spec.base().id(), " has not finished");
     const RunConfig config = this->config(spec);
     const RunDirectory run(paths_.run_dir(spec));
     const std::filesystem::path marker = run.dir() / "study-run.json";
@@ -143,6 +178,10 @@ class StudyRunner {
     write_file_atomically(marker.string(), to_json(config).dump(2) + "\n");
 
     const auto model = make_model_(config.shape(), config.model_config(data_.vocab_size()));
+    if (spec.fine_tune && !resume) {  // a resumed run's state replaces it
+      const SafetensorsFile source = read_safetensors(config.init_from.checkpoint);
+      model->initialize_from(source, read_checkpoint_info(source));
+    }
     TrainingCallbacks callbacks;
     callbacks.on_step = [&](const StepReport& r) { observer.step(job, r); };
     callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
@@ -156,16 +195,16 @@ class StudyRunner {
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
-    if (spec.steps == design_.steps) evaluate_final_model(record);
+    if (spec.steps == design_.steps) evaluate_final_model(record, spec);
     return record;
   }
 
-  // Adds what the design evaluates after training and the record lacks, from its final
-  // checkpoint: the validation loss at each extrapolation length (and by position, with
-  // per_position_bins), the copy probe at each distance and, for a rotary variant, both again under
-  // each of extrapolate_rope (the checkpoint's own base and settings, the method and factor replaced).
-  // Whether it evaluated anything (the checkpoint is read only then).
-  bool evaluate_final_model(RunRecord& record) const {
+  // Adds what the design evaluates after training and the record of `spec` (a base run or a
+  // fine-tune) lacks, from its final checkpoint: the validation loss at each extrapolation length
+  // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
+  // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
+  // the method and factor replaced). Whether it evaluated anything (the checkpoint is read only then).
+  bool evaluate_final_model(RunRecord& record, const RunSpec& spec) const {
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
@@ -190,7 +229,7 @@ class StudyRunner {
     };
     const std::vector<TokenId>& val = data_.val();
     const std::size_t bins = design_.per_position_bins;
-    for (const RopeScaling& scaling : evaluated_scalings(design_, record.variant())) {
+    for (const RopeScaling& scaling : evaluated_scalings(design_, spec)) {
       const auto keyed = [&](nlohmann::json row) {
         if (scaling.scales()) row["rope_scaling"] = to_json(scaling);
         return row;
@@ -220,36 +259,48 @@ class StudyRunner {
     return model != nullptr;
   }
 
-  // Executes plan()[pending[i]] for i = next++ until none is left, recording each; a failed run is
-  // reported and added to `failures`, and the job goes on. `where` follows each run's name in the
-  // messages (an MPI rank). Several jobs may share `next`.
-  void work(std::size_t job, const std::vector<std::size_t>& pending, std::atomic<std::size_t>& next,
-            StudyObserver& observer, StudyFailures& failures, const std::string& where = "") const {
-    for (std::size_t i = next++; i < pending.size() && !observer.stop_requested(); i = next++) {
-      const RunSpec& spec = plan_[pending[i]];
-      observer.started(job, spec.id() + where);
-      try {
-        write_record(execute(spec, observer, job), paths_.record(spec));
-        observer.finished(job, "done " + spec.id() + where);
-      } catch (const Interrupted& stopped) {  // asked for: not a failure
-        observer.finished(job, "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) +
-                                   ", saved");
-      } catch (const std::exception& e) {
-        failures.add(spec.id() + where + ": " + e.what());
-        observer.finished(job, "FAILED " + spec.id() + where + ": " + e.what());
-      }
+  // Executes plan()[index] and records it; a failed run is reported and added to `failures`.
+  // Whether it finished. `where` follows the run's name in the messages (an MPI rank).
+  bool execute_and_record(std::size_t index, StudyObserver& observer, std::size_t job, StudyFailures& failures,
+                          const std::string& where = "") const {
+    const RunSpec& spec = plan_[index];
+    observer.started(job, spec.id() + where);
+    try {
+      write_record(execute(spec, observer, job), paths_.record(spec));
+      observer.finished(job, "done " + spec.id() + where);
+      return true;
+    } catch (const Interrupted& stopped) {  // asked for: not a failure
+      observer.finished(job, "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
+    } catch (const std::exception& e) {
+      failures.add(spec.id() + where + ": " + e.what());
+      observer.finished(job, "FAILED " + spec.id() + where + ": " + e.what());
     }
+    return false;
+  }
+
+  // Executes items[i] for i = next++ until none is left, each run and then its followers (none
+  // when it did not finish); a failed run is reported and the job goes on. Several jobs may share
+  // `next`.
+  void work(std::size_t job, const std::vector<WorkItem>& items, std::atomic<std::size_t>& next,
+            StudyObserver& observer, StudyFailures& failures, const std::string& where = "") const {
+    for (std::size_t i = next++; i < items.size() && !observer.stop_requested(); i = next++)
+      if (execute_and_record(items[i].run, observer, job, failures, where))
+        for (std::size_t follower : items[i].followers) {
+          if (observer.stop_requested()) break;
+          execute_and_record(follower, observer, job, failures, where);
+        }
   }
 
   // The pending runs, `jobs` at a time, each handed out when a job is free, so a slow run never
   // idles the others. The caller sets the threads each run's kernels use.
   void run(const std::vector<std::size_t>& pending, std::size_t jobs, StudyObserver& observer,
            StudyFailures& failures) const {
+    const std::vector<WorkItem> items = work_items(pending);
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> threads;
     for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j)
-      threads.emplace_back([&, j] { work(j, pending, next, observer, failures); });
-    work(0, pending, next, observer, failures);
+      threads.emplace_back([&, j] { work(j, items, next, observer, failures); });
+    work(0, items, next, observer, failures);
     for (auto& t : threads) t.join();
   }
 
@@ -262,7 +313,7 @@ class StudyRunner {
       if (auto r = load_record(paths_.record(spec))) {
         if (evaluate_finished && spec.steps == design_.steps) {
           try {
-            if (evaluate_final_model(*r)) write_record(*r, paths_.record(spec));
+            if (evaluate_final_model(*r, spec)) write_record(*r, paths_.record(spec));
           } catch (const std::exception& e) {
             failures.add(spec.id() + " (evaluation after training): " + e.what());
           }

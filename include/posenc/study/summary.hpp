@@ -60,10 +60,12 @@ struct ExtendedComparison {
   bool ranking_changed = false;
 };
 
-// One variant (under one RoPE scaling) at one evaluation length: the validation loss over seeds in one protocol.
+// One variant's model (EvaluatedModel: the base run's under one RoPE scaling, or a fine-tuned one)
+// at one evaluation length: the validation loss over seeds in one protocol.
 struct ExtrapolationCell {
   std::string variant;
   std::string scaling = "none";  // the RoPE scaling's label ("yarn ×8"); "none": the trained angles
+  std::string fine_tune = "none";  // the fine-tune's label ("ft 512×200"); "none": the base run's model
   std::size_t length = 0;
   std::string protocol;  // "non_overlapping" or "sliding"
   std::vector<double> values = {};  // by seed
@@ -71,20 +73,20 @@ struct ExtrapolationCell {
   std::string note = {};  // why there are no values (e.g. past a learned table)
 };
 
-// A rotary variant at one length: under a scaling against the trained angles, paired by seed
-// (non-overlapping protocol).
+// A variant at one length: a rotary base model under a scaling, or a fine-tuned model, against the
+// base model with its trained angles, paired by seed (non-overlapping protocol).
 struct ScalingComparison {
-  std::string variant, scaling;
+  std::string variant, scaling, fine_tune = "none";
   std::size_t length = 0;
   std::size_t n = 0;           // seeds with both
-  double mean_difference = 0;  // scaled − trained angles
+  double mean_difference = 0;  // this model − the base model with its trained angles
   std::optional<stats::TTest> paired = {};
   std::optional<double> p_holm = {};  // over every scaling comparison of the study
 };
 
 // The loss by position at one length (under one scaling): each range's mean and sd over seeds.
 struct PositionCurve {
-  std::string variant, scaling = "none";
+  std::string variant, scaling = "none", fine_tune = "none";
   std::size_t length = 0;
   std::size_t n = 0;  // seeds
   std::vector<std::size_t> first = {}, last = {};  // each range's positions, both included
@@ -96,7 +98,7 @@ struct PositionCurve {
 // loss on the first and on the second copy, and the paired t-test of the two (a drop the seeds
 // agree on says the model reads from that far back).
 struct CopyProbeCell {
-  std::string variant, scaling = "none";
+  std::string variant, scaling = "none", fine_tune = "none";
   std::size_t distance = 0;
   std::vector<double> first = {}, second = {};  // by seed
   std::optional<double> mean_first = {}, mean_second = {}, mean_drop = {}, sd_drop = {};
@@ -119,6 +121,19 @@ struct StudySummary {
   std::vector<ExtendedComparison> extended;
   std::vector<std::string> missing_runs;
 };
+
+// Whether a record is of the run `spec` of `design`: its variant, seed and steps and, for a
+// fine-tune, its context, where it started (the step and context) and its RoPE settings. (That the
+// rest of its configuration is the design's is checked when the study runs: StudyRunner::pending.)
+inline bool is_record_of(const RunRecord& record, const StudyDesign& design, const RunSpec& spec) {
+  const RunConfig want = run_config(design, spec, ""), &made = record.config;
+  if (made.posenc != want.posenc || made.train.seed != want.train.seed || made.train.steps != want.train.steps)
+    return false;
+  if (!spec.fine_tune) return made.init_from.checkpoint.empty();
+  return !made.init_from.checkpoint.empty() && made.init_from.step == want.init_from.step &&
+         made.init_from.context == want.init_from.context && made.train.context == want.train.context &&
+         made.rope == want.rope;
+}
 
 namespace detail {
 inline std::vector<std::string> rank_variants(const std::map<std::string, double>& val) {
@@ -143,17 +158,23 @@ inline std::vector<std::optional<double>> holm(const std::vector<std::optional<d
   return adjusted;
 }
 
-// The evaluations after training (extrapolation, loss by position, copy probe) over seeds, from
-// the base run of each variant and seed that find(variant, seed) returns (nullptr: none).
-template <class FindBase>
-void summarize_evaluations(StudySummary& s, FindBase find) {
+// The evaluations after training (extrapolation, loss by position, copy probe) over seeds, of
+// every EvaluatedModel of each variant, from the record find(variant, seed, fine-tune) returns
+// (the base run's without a fine-tune; nullptr: none).
+template <class FindRun>
+void summarize_evaluations(StudySummary& s, FindRun find_run) {
   const StudyDesign& d = s.design;
   for (const std::string& v : d.variants)
-    for (const RopeScaling& scaling : evaluated_scalings(d, v)) {
-      const std::string label = scaling.label();
+    for (const EvaluatedModel& model : evaluated_models(d, v)) {
+      const std::string label = model.scaling_label(), tuned = model.fine_tune_label();
+      const RopeScaling& scaling = model.scaling;
+      const auto find = [&](const std::string& variant, std::uint64_t seed) {
+        return find_run(variant, seed, model.fine_tune);
+      };
       for (const std::size_t L : d.extrapolate) {
         for (const char* protocol : {"non_overlapping", "sliding"}) {
-          ExtrapolationCell cell{.variant = v, .scaling = label, .length = L, .protocol = protocol};
+          ExtrapolationCell cell{
+              .variant = v, .scaling = label, .fine_tune = tuned, .length = L, .protocol = protocol};
           for (std::uint64_t seed : d.seeds)
             if (const RunRecord* r = find(v, seed))
               if (const nlohmann::json* e = r->extrapolation_at(L, scaling)) {
@@ -167,7 +188,7 @@ void summarize_evaluations(StudySummary& s, FindBase find) {
           s.extrapolation.push_back(cell);
         }
         if (d.per_position_bins > 0) {
-          PositionCurve curve{.variant = v, .scaling = label, .length = L};
+          PositionCurve curve{.variant = v, .scaling = label, .fine_tune = tuned, .length = L};
           std::vector<std::vector<double>> by_bin;
           for (std::uint64_t seed : d.seeds) {
             const RunRecord* r = find(v, seed);
@@ -190,12 +211,12 @@ void summarize_evaluations(StudySummary& s, FindBase find) {
           }
           if (curve.n > 0) s.position_curves.push_back(curve);
         }
-        if (scaling.scales()) {
-          ScalingComparison c{.variant = v, .scaling = label, .length = L};
+        if (!model.is_base()) {
+          ScalingComparison c{.variant = v, .scaling = label, .fine_tune = tuned, .length = L};
           std::vector<double> scaled, trained;
           for (std::uint64_t seed : d.seeds)
-            if (const RunRecord* r = find(v, seed)) {
-              const nlohmann::json *a = r->extrapolation_at(L, scaling), *b = r->extrapolation_at(L);
+            if (const RunRecord *r = find(v, seed), *base = find_run(v, seed, std::nullopt); r && base) {
+              const nlohmann::json *a = r->extrapolation_at(L, scaling), *b = base->extrapolation_at(L);
               if (a && b && a->at("non_overlapping").is_number() && b->at("non_overlapping").is_number()) {
                 scaled.push_back(a->at("non_overlapping").get<double>());
                 trained.push_back(b->at("non_overlapping").get<double>());
@@ -208,7 +229,7 @@ void summarize_evaluations(StudySummary& s, FindBase find) {
         }
       }
       for (const std::size_t n : d.copy_probe) {
-        CopyProbeCell cell{.variant = v, .scaling = label, .distance = n};
+        CopyProbeCell cell{.variant = v, .scaling = label, .fine_tune = tuned, .distance = n};
         for (std::uint64_t seed : d.seeds)
           if (const RunRecord* r = find(v, seed))
             if (const nlohmann::json* e = r->copy_probe_at(n, scaling)) {
@@ -250,7 +271,7 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
   s.design = design;
   auto find = [&](const RunSpec& spec) -> const RunRecord* {
     for (const RunRecord& r : records)
-      if (r.variant() == spec.variant && r.seed() == spec.seed && r.steps() == spec.steps) return &r;
+      if (is_record_of(r, design, spec)) return &r;
     return nullptr;
   };
   for (const RunSpec& spec : plan_runs(design))
@@ -333,8 +354,8 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
     s.pairs[k].paired_p_holm = paired_holm[k];
   }
 
-  detail::summarize_evaluations(s, [&](const std::string& v, std::uint64_t seed) {
-    return find({v, seed, design.steps});
+  detail::summarize_evaluations(s, [&](const std::string& v, std::uint64_t seed, const std::optional<FineTune>& tune) {
+    return find({v, seed, design.steps, {}, tune});
   });
   // The extended runs against the same seeds' base runs: the first `steps` of an extended run
   // are the base run (same seed, constant learning rate), so the base run's final model is the
@@ -428,12 +449,14 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                         {"complete", e.complete}, {"ranking_changed", e.ranking_changed}});
   nlohmann::json extrapolation = nlohmann::json::array();
   for (const ExtrapolationCell& c : s.extrapolation)
-    extrapolation.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length},
-                             {"protocol", c.protocol}, {"values", c.values}, {"mean", detail::optional_json(c.mean)},
-                             {"sd", detail::optional_json(c.sd)}, {"note", c.note}});
+    extrapolation.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"fine_tune", c.fine_tune},
+                             {"length", c.length}, {"protocol", c.protocol}, {"values", c.values},
+                             {"mean", detail::optional_json(c.mean)}, {"sd", detail::optional_json(c.sd)},
+                             {"note", c.note}});
   nlohmann::json scaling_comparisons = nlohmann::json::array();
   for (const ScalingComparison& c : s.scaling_comparisons)
-    scaling_comparisons.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length},
+    scaling_comparisons.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"fine_tune", c.fine_tune},
+                                   {"length", c.length},
                                    {"protocol", "non_overlapping"}, {"n", c.n},
                                    {"mean_difference", c.mean_difference},
                                    {"paired", test_json(c.paired, c.p_holm)}});
@@ -441,12 +464,14 @@ inline nlohmann::json summary_json(const StudySummary& s) {
   for (const PositionCurve& c : s.position_curves) {
     nlohmann::json sd = nlohmann::json::array();
     for (const auto& x : c.sd) sd.push_back(detail::optional_json(x));
-    position_curves.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"length", c.length}, {"n", c.n},
+    position_curves.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"fine_tune", c.fine_tune},
+                               {"length", c.length}, {"n", c.n},
                                {"first", c.first}, {"last", c.last}, {"mean", c.mean}, {"sd", sd}});
   }
   nlohmann::json copy_probe = nlohmann::json::array();
   for (const CopyProbeCell& c : s.copy_probe)
-    copy_probe.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"distance", c.distance},
+    copy_probe.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"fine_tune", c.fine_tune},
+                          {"distance", c.distance},
                           {"first_copy_loss", c.first}, {"second_copy_loss", c.second},
                           {"mean_first_copy_loss", detail::optional_json(c.mean_first)},
                           {"mean_second_copy_loss", detail::optional_json(c.mean_second)},
@@ -455,6 +480,15 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                           {"paired", test_json(c.paired, c.p_holm)}, {"note", c.note}});
   nlohmann::json extrapolate_rope = nlohmann::json::array();
   for (const RopeScaling& r : s.design.extrapolate_rope) extrapolate_rope.push_back(r.label());
+  nlohmann::json fine_tune = nullptr;  // the fine-tunes' labels, in a row's order
+  if (s.design.fine_tune_context != 0) {
+    nlohmann::json rope = nlohmann::json::array();
+    for (const RopeScaling& r : s.design.fine_tune_rope) rope.push_back(r.label());
+    const FineTune plain{s.design.fine_tune_context, s.design.fine_tune_steps};
+    const RunConfig tuned = run_config(s.design, {s.design.variants.front(), 0, s.design.steps, {}, plain}, "");
+    fine_tune = {{"context", plain.context}, {"steps", plain.steps}, {"batch", tuned.train.batch},
+                 {"label", plain.label()}, {"rope", rope}};
+  }
   return {{"extrapolation", extrapolation},
           {"scaling_comparisons", scaling_comparisons},
           {"position_curves", position_curves},
@@ -462,7 +496,7 @@ inline nlohmann::json summary_json(const StudySummary& s) {
           {"design", {{"variants", s.design.variants}, {"seeds", s.design.seeds}, {"steps", s.design.steps},
                       {"extrapolate", s.design.extrapolate}, {"per_position_bins", s.design.per_position_bins},
                       {"copy_probe", s.design.copy_probe}, {"copy_segments", s.design.copy_segments},
-                      {"extrapolate_rope", extrapolate_rope},
+                      {"extrapolate_rope", extrapolate_rope}, {"fine_tune", fine_tune},
                       {"extended_steps", s.design.extended_steps}, {"extended_seeds", s.design.extended_seeds},
                       {"layers", s.design.run.layers}, {"dim", s.design.run.dim}, {"heads", s.design.run.heads},
                       {"batch", s.design.run.train.batch}, {"context", s.design.run.train.context},
@@ -595,8 +629,8 @@ inline std::string summary_markdown(const StudySummary& s) {
        << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
   }
 
-  const auto row_name = [](const std::string& variant, const std::string& scaling) {
-    return scaling == "none" ? variant : variant + " · " + scaling;
+  const auto row_name = [](const std::string& variant, const std::string& fine_tune, const std::string& scaling) {
+    return variant + (fine_tune == "none" ? "" : " · " + fine_tune) + (scaling == "none" ? "" : " · " + scaling);
   };
   const auto header = [&](const auto& columns, const std::string& prefix = "") {  // "| variant | … |" and its rule
     md << "| variant |";
@@ -605,10 +639,19 @@ inline std::string summary_markdown(const StudySummary& s) {
     for (std::size_t i = 0; i < columns.size(); ++i) md << "---|";
     md << "\n";
   };
-  const auto rows = [&](auto&& each) {  // each(variant, scaling label) in the design's order
+  const auto rows = [&](auto&& each) {  // each(variant, fine-tune label, scaling label) in the design's order
     for (const std::string& v : d.variants)
-      for (const RopeScaling& scaling : evaluated_scalings(d, v)) each(v, scaling.label());
+      for (const EvaluatedModel& model : evaluated_models(d, v))
+        each(v, model.fine_tune_label(), model.scaling_label());
   };
+  std::string fine_tune_sentence;
+  if (d.fine_tune_context != 0) {
+    const FineTune plain{d.fine_tune_context, d.fine_tune_steps};
+    const RunConfig tuned = run_config(d, {d.variants.front(), 0, d.steps, {}, plain}, "");
+    fine_tune_sentence = " A row 'variant · ft C×N' is the base run's final model fine-tuned at context C for N steps "
+                         "(batch " + std::to_string(tuned.train.batch) + ", the other training settings the base run's)"
+                         ", '· method ×s' under that RoPE scaling during and after the fine-tune.";
+  }
   if (!s.extrapolation.empty()) {
     md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
        << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
@@ -617,14 +660,14 @@ inline std::string summary_markdown(const StudySummary& s) {
        << (d.extrapolate_rope.empty() ? "" : " A row 'variant · method ×s' is the rotary variant under that RoPE "
                                              "scaling (no training), its base and other settings those it was "
                                              "trained with.")
-       << "\n";
+       << fine_tune_sentence << "\n";
     for (const char* protocol : {"non_overlapping", "sliding"}) {
       md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows") << ":\n\n";
       header(d.extrapolate);
-      rows([&](const std::string& v, const std::string& scaling) {
-        md << "| " << row_name(v, scaling) << " |";
+      rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
+        md << "| " << row_name(v, tuned, scaling) << " |";
         for (const ExtrapolationCell& c : s.extrapolation)
-          if (c.variant == v && c.scaling == scaling && c.protocol == protocol) {
+          if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling && c.protocol == protocol) {
             if (c.mean)
               md << " " << fixed(*c.mean) << (c.sd ? " ± " + fixed(*c.sd) : "") << " |";
             else
@@ -637,16 +680,17 @@ inline std::string summary_markdown(const StudySummary& s) {
   }
 
   if (!s.scaling_comparisons.empty()) {
-    md << "\n## RoPE scaling against the trained angles\n\n"
-       << "Validation loss under the scaling minus with the trained angles (non-overlapping windows), mean over "
-          "seeds; the paired t-test by seed, Holm-adjusted over the "
-       << s.scaling_comparisons.size() << " comparisons. Negative: the scaling helps.\n\n";
+    md << "\n## " << (d.fine_tune_context == 0 ? "RoPE scaling" : "RoPE scaling and fine-tuning")
+       << " against the trained model\n\n"
+       << "Validation loss of each row minus that of the base run's final model with its trained angles "
+          "(non-overlapping windows), mean over seeds; the paired t-test by seed, Holm-adjusted over the "
+       << s.scaling_comparisons.size() << " comparisons. Negative: the row does better.\n\n";
     header(d.extrapolate);
-    rows([&](const std::string& v, const std::string& scaling) {
-      if (scaling == "none") return;
-      md << "| " << row_name(v, scaling) << " |";
+    rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
+      if (tuned == "none" && scaling == "none") return;
+      md << "| " << row_name(v, tuned, scaling) << " |";
       for (const ScalingComparison& c : s.scaling_comparisons)
-        if (c.variant == v && c.scaling == scaling)
+        if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling)
           md << " " << (c.n == 0 ? "—" : (c.mean_difference >= 0 ? "+" : "") + fixed(c.mean_difference))
              << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";
       md << "\n";
@@ -667,10 +711,11 @@ inline std::string summary_markdown(const StudySummary& s) {
       for (std::size_t b = 0; b < first_curve->first.size(); ++b)
         ranges.push_back(std::to_string(first_curve->first[b]) + "–" + std::to_string(first_curve->last[b]));
       header(ranges);
-      rows([&](const std::string& v, const std::string& scaling) {
+      rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
         for (const PositionCurve& c : s.position_curves)
-          if (c.variant == v && c.scaling == scaling && c.length == L && c.first == first_curve->first) {
-            md << "| " << row_name(v, scaling) << " |";
+          if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling && c.length == L &&
+              c.first == first_curve->first) {
+            md << "| " << row_name(v, tuned, scaling) << " |";
             for (double m : c.mean) md << " " << fixed(m, 3) << " |";
             md << "\n";
           }
@@ -686,10 +731,10 @@ inline std::string summary_markdown(const StudySummary& s) {
           "over the "
        << s.copy_probe.size() << " cells. A drop near 0 says the model does not read from n back.\n\n";
     header(d.copy_probe, "n = ");
-    rows([&](const std::string& v, const std::string& scaling) {
-      md << "| " << row_name(v, scaling) << " |";
+    rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
+      md << "| " << row_name(v, tuned, scaling) << " |";
       for (const CopyProbeCell& c : s.copy_probe)
-        if (c.variant == v && c.scaling == scaling) {
+        if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling) {
           if (c.mean_drop)
             md << " " << fixed(*c.mean_drop, 3) << (c.sd_drop ? " ± " + fixed(*c.sd_drop, 3) : "")
                << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/io/safetensors.hpp"
 
@@ -30,6 +31,14 @@ inline std::vector<float> interpolate_position_rows(const std::vector<float>& ta
       out[p * D + d] = static_cast<float>((1 - w) * table[lo * D + d] + w * table[hi * D + d]);
   }
   return out;
+}
+
+// The RoPE settings of a run fine-tuned from a checkpoint trained at `source_context`: a scaling's
+// factor stretches the context the source was trained at, not the fine-tuning one (YaRN's ramp
+// and dynamic NTK measure wavelengths against it), unless `rope` names its own.
+inline RopeScaling rope_for_fine_tuning(RopeScaling rope, std::size_t source_context) {
+  if (rope.scales() && rope.original_context == 0) rope.original_context = source_context;
+  return rope;
 }
 
 // Fills `model` (built for its own training context) from a checkpoint of the same policy and
