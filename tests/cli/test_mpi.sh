@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# MPI on one machine (mpirun --oversubscribe -np 2): a distributed study whose summary equals the
-# single-process study's, a failing run reported by the rank that ran it while the others finish,
+# MPI on one machine (mpirun --oversubscribe -np 2): a distributed study (with fine-tunes, which
+# follow their base run on its rank) whose summary equals the single-process study's, a failing run reported by the rank that ran it while the others finish,
 # and data-parallel training that gives one process's losses (tolerance below), also when resumed.
 #   test_mpi.sh STUDY_BINARY SHAKESPEARE_BINARY WORK_DIR
 study="$1"
@@ -22,10 +22,10 @@ write_corpus corpus.txt 5
 
 design=(--variants rope,alibi --seeds 1,2 --steps 60 --extended-steps 90 --extended-seeds 1
         --eval-every 30 --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 4 --context 16
-        --extrapolate 16,32 --data corpus.txt)
+        --extrapolate 16,32 --fine-tune 32 --fine-tune-steps 10 --fine-tune-rope linear:2 --data corpus.txt)
 "$study" "${design[@]}" --out single > single.log 2>&1 || failed "single-process study: $(tail -3 single.log)"
 if "${mpi[@]}" "$study" "${design[@]}" --out distributed > distributed.log 2>&1 &&
-   grep -q "2 MPI rank(s)" distributed.log && [ "$(ls distributed/records | wc -l)" -eq 6 ] &&
+   grep -q "2 MPI rank(s)" distributed.log && [ "$(ls distributed/records | wc -l)" -eq 12 ] &&
    grep -q "(rank 1)" distributed.log; then
   pass "mpirun -np 2 study hands runs to both ranks and rank 0 writes every record"
 else
@@ -50,19 +50,19 @@ if compare_summaries single/summary.json distributed/summary.json && cmp -s <(se
 else
   failed "summaries differ: $(diff <(python3 -m json.tool single/summary.json) <(python3 -m json.tool distributed/summary.json) | head -20)"
 fi
-if "${mpi[@]}" "$study" "${design[@]}" --out distributed > again.log 2>&1 && grep -q "6 finished, 0 to run" again.log; then
+if "${mpi[@]}" "$study" "${design[@]}" --out distributed > again.log 2>&1 && grep -q "12 finished, 0 to run" again.log; then
   pass "a finished distributed study skips every run"
 else
   failed "distributed rerun: $(tail -3 again.log)"
 fi
 
 # A run that cannot start (its directory's name is taken by a file): the rank that got it reports
-# it, the other runs finish, the summary names it missing and the study exits 1.
+# it, the other runs (but its fine-tune) finish, the summary names it missing and the study exits 1.
 mkdir -p broken/runs && echo "in the way" > broken/runs/alibi-seed2-steps60
 "${mpi[@]}" "$study" "${design[@]}" --out broken > broken.log 2>&1
 status=$?
 if [ "$status" -ne 0 ] && grep -q "alibi-seed2-steps60 (rank [01])" broken.log &&
-   [ "$(ls broken/records | wc -l)" -eq 5 ] && grep -q "Missing runs.*alibi-seed2-steps60" broken/summary.md; then
+   [ "$(ls broken/records | wc -l)" -eq 10 ] && grep -q "Missing runs.*alibi-seed2-steps60" broken/summary.md; then
   pass "a failed run is reported with its rank and reason; the others finish; the summary names it missing"
 else
   failed "failure report (exit $status): $(tail -5 broken.log)"

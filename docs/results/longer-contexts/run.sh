@@ -2,7 +2,9 @@
 # Longer contexts (issue 19): the twelve encodings × seeds 4, 5, 6 × 2,000 steps under the
 # published design's settings, then every base run's final model evaluated at 128–1,024 tokens
 # (both protocols, the loss by position in 16 ranges), with the copy probe at 16–512, and each
-# rotary encoding again under every RoPE scaling method at ×8 (1,024 / 128). Resumable: the same
+# rotary encoding again under every RoPE scaling method at ×8 (1,024 / 128); and every base run
+# fine-tuned for 200 steps at context 512 (a rotary one also under linear ×4 and YaRN ×4), the
+# fine-tuned models evaluated the same way. Resumable: the same
 # command continues. The four published encodings' runs of these seeds are the power study's
 # (runs/power10, docs/results.md "Power"; finish it first): their records
 # are copied where their checkpoints are here, so they are not trained again. Writes
@@ -24,4 +26,5 @@ nice -n 19 build/release/examples/study \
   --variants nope,learned,sinusoidal,rope,rope-interleaved,rope-partial,xpos,alibi,alibi-single,t5,kerple,fire \
   --seeds 4,5,6 --extended-steps 0 --jobs 2 --out "$out" \
   --extrapolate 128,256,512,1024 --per-position --bins 16 --copy-probe 16,64,128,256,512 \
-  --extrapolate-rope linear:8,ntk:8,dynamic-ntk:8,yarn:8
+  --extrapolate-rope linear:8,ntk:8,dynamic-ntk:8,yarn:8 \
+  --fine-tune 512 --fine-tune-steps 200 --fine-tune-rope linear:4,yarn:4
