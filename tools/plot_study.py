@@ -13,7 +13,7 @@ STUDY_DIR/plots/:
                   variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols;
                   a rotary variant under each --extrapolate-rope scaling, and each --fine-tune model, as its own line
   per_position    (with --per-position) mean loss by position in the window at each length, one
-                  panel per length, the trained context marked
+                  panel per length, the trained (and fine-tuning) context marked
   copy_probe      (with --copy-probe) the copy probe's drop (first copy − second copy loss) against
                   the distance, mean ± sd over seeds; 0 means the model does not read that far back
 A study with --grid gets instead
@@ -154,6 +154,18 @@ def model_kinds(summary):
     return kinds
 
 
+def mark_contexts(ax, summary, upto=None):
+    """The trained context dotted and, with fine-tunes, theirs dashed (a panel of positions below
+    `upto` only, so the line does not stretch its axis); the words for a label."""
+    ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+    tune = summary["design"].get("fine_tune")
+    if not tune:
+        return "dotted: trained context"
+    if upto is None or tune["context"] < upto:
+        ax.axvline(tune["context"], color="gray", linestyle="--", linewidth=1)
+    return "dotted: trained context; dashed: fine-tuning context"
+
+
 def kind_of(cell):
     return cell.get("fine_tune", "none"), cell.get("scaling", "none")
 
@@ -194,14 +206,14 @@ def plot_extrapolation(summary, study):
             ys = [c["mean"] for c in points]
             err = [c["sd"] or 0.0 for c in points]
             ax.errorbar(xs, ys, yerr=err, capsize=3, label=row_label(v, kind), **row_style(summary, v, kind))
-        ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+        marks = mark_contexts(ax, summary)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("evaluation length (tokens); dotted: trained context")
+        ax.set_xlabel("evaluation length (tokens)")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("validation loss (nats)")
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
-    fig.suptitle("Length extrapolation: mean ± sd over seeds")
+    fig.suptitle(f"Length extrapolation: mean ± sd over seeds; {marks}")
     save(fig, study, "extrapolation")
     return True
 
@@ -218,13 +230,13 @@ def plot_position_curves(summary, study):
                 if c["variant"] == v and kind_of(c) == kind and c["length"] == length:
                     xs = [(a + b) / 2 for a, b in zip(c["first"], c["last"])]
                     ax.plot(xs, c["mean"], label=row_label(v, kind), markersize=4, **row_style(summary, v, kind))
-        ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+        marks = mark_contexts(ax, summary, upto=length)
         ax.set_xlabel("position in the window (range midpoint)")
         ax.set_title(f"windows of {length}")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("validation loss at the position (nats)")
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
-    fig.suptitle("Loss by position: mean over seeds; dotted: the trained context")
+    fig.suptitle(f"Loss by position: mean over seeds; {marks}")
     save(fig, study, "per_position")
     return True
 
@@ -240,9 +252,9 @@ def plot_copy_probe(summary, study):
                     yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, kind),
                     **row_style(summary, v, kind))
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+    marks = mark_contexts(ax, summary)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("distance n back to the first copy (tokens); dotted: trained context")
+    ax.set_xlabel(f"distance n back to the first copy (tokens); {marks}")
     ax.set_ylabel("loss on the first copy − on the second (nats)")
     ax.set_title("Copy probe: mean ± sd over seeds")
     ax.grid(alpha=0.3)
