@@ -304,7 +304,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   more.extrapolate_rope.push_back(parse_rope_scaling_spec("ntk:4"));
   more.copy_segments = 6;
   const StudyRunner again(more, dir.path, corpus(), make_test_model);
-  const std::vector<RunRecord> updated = again.records(true, failures);
+  const std::vector<RunRecord> updated = again.records(true, failures, 2);  // two records at a time, in plan order
   CHECK(failures.list().empty());
   REQUIRE(updated[0].variant() == "rope");
   CHECK(updated[0].extrapolation.size() == 8);

@@ -222,7 +222,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "study interrupted: the runs in progress are saved; the same command continues them\n");
       return 130;
     }
-    const std::vector<posenc::RunRecord> records = runner.records(!summary_only, failures);
+    // the finished runs' evaluations after training, as many at once as runs trained
+    const std::vector<posenc::RunRecord> records =
+        runner.records(!summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs));
     std::string markdown;
     if (design.grid.empty()) {
       const posenc::StudySummary summary = posenc::summarize_study(design, records);

@@ -304,22 +304,41 @@ class StudyRunner {
     for (auto& t : threads) t.join();
   }
 
-  // Every finished run's record, in plan order. With `evaluate_finished`, a base run's record that
-  // lacks an evaluation of the design (evaluate_final_model) gets it and is rewritten (its
-  // checkpoint must be here); a record that cannot be is added to `failures` and kept as it is.
-  std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures) const {
-    std::vector<RunRecord> records;
-    for (const RunSpec& spec : plan_)
-      if (auto r = load_record(paths_.record(spec))) {
-        if (evaluate_finished && spec.steps == design_.steps) {
-          try {
-            if (evaluate_final_model(*r, spec)) write_record(*r, paths_.record(spec));
-          } catch (const std::exception& e) {
-            failures.add(spec.id() + " (evaluation after training): " + e.what());
-          }
+  // Every finished run's record, in plan order. With `evaluate_finished`, a base run's or a
+  // fine-tune's record that lacks an evaluation of the design (evaluate_final_model) gets it and is
+  // rewritten (its checkpoint must be here), `jobs` records at a time; a record that cannot be is
+  // added to `failures` and kept as it is. A file that is not a record is an error (the first in
+  // plan order).
+  std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures, std::size_t jobs = 1) const {
+    std::vector<std::optional<RunRecord>> found(plan_.size());
+    std::vector<std::exception_ptr> errors(plan_.size());
+    std::atomic<std::size_t> next{0};
+    const auto collect = [&] {
+      for (std::size_t i = next++; i < plan_.size(); i = next++) {
+        const RunSpec& spec = plan_[i];
+        try {
+          found[i] = load_record(paths_.record(spec));
+        } catch (...) {
+          errors[i] = std::current_exception();
+          continue;
         }
-        records.push_back(std::move(*r));
+        if (!found[i] || !evaluate_finished || spec.steps != design_.steps) continue;
+        try {
+          if (evaluate_final_model(*found[i], spec)) write_record(*found[i], paths_.record(spec));
+        } catch (const std::exception& e) {
+          failures.add(spec.id() + " (evaluation after training): " + e.what());
+        }
       }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j) threads.emplace_back(collect);
+    collect();
+    for (auto& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    std::vector<RunRecord> records;
+    for (std::optional<RunRecord>& r : found)
+      if (r) records.push_back(std::move(*r));
     return records;
   }
 
