@@ -166,6 +166,7 @@ TEST_CASE("an interrupted run is reported, and running the study again resumes i
       CHECK(failures.list()[0].find(variant + "-seed2-steps6: interrupted") != std::string::npos);
       CHECK(runner.pending().size() == 1);
       CHECK(std::filesystem::exists(runner.paths().run_dir({variant, 2, 6}) / "optimizer.safetensors"));
+      CHECK(runner.steps_to_train(runner.pending()) == 3);  // what an ETA counts: the steps past the saved state
 
       StepCounter resumed;
       StudyFailures none;

@@ -14,9 +14,9 @@
 
 #include <posenc/study/runner.hpp>
 
-#include "../common/stop_signal.hpp"
-
 #include "../common/duration.hpp"
+#include "../common/step_rate.hpp"
+#include "../common/stop_signal.hpp"
 
 namespace study {
 
@@ -42,6 +42,7 @@ class StudyProgress final : public posenc::StudyObserver {
     workers_[worker].step = r.step;
     workers_[worker].total = r.total;
     ++steps_done_;
+    rate_.add(seconds_since_start(), steps_done_);
     if (terminal_) {
       std::string text = "\r\x1b[K[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs]";
       for (const Worker& w : workers_)
@@ -74,11 +75,14 @@ class StudyProgress final : public posenc::StudyObserver {
     std::string id;
     std::int64_t step = 0, total = 0;
   };
+  double seconds_since_start() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  // At the recent rate of the steps trained here; at the average since the start when there is
+  // none yet, or when the runs are trained by other ranks (reported only as they finish).
   std::string eta() const {
-    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     if (steps_done_ == 0 || remaining_steps_ == 0) return "?";
-    return examples::format_duration(seconds / static_cast<double>(steps_done_) *
-                           static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
+    const double per_step = rate_.seconds_per_step().value_or(seconds_since_start() / static_cast<double>(steps_done_));
+    return examples::format_duration(per_step *
+                                     static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
   }
   void line(const std::string& text) {
     if (dirty_) std::fputc('\n', stdout);
@@ -92,6 +96,7 @@ class StudyProgress final : public posenc::StudyObserver {
   std::string prefix_;
   bool terminal_, dirty_ = false;
   Clock::time_point start_;
+  examples::StepRate rate_;
   std::vector<Worker> workers_;
 };
 

@@ -111,14 +111,21 @@ class StudyRunner {
     return pending;
   }
 
-  // The steps those runs train: an extended run continues its base run, so only its steps past
-  // the base run count.
+  // The steps those runs still train: an extended run continues its base run, so only its steps
+  // past the base run count, and a run with a saved state only its steps past that state. A state
+  // that cannot be read counts as none here; the run itself reports it.
   std::int64_t steps_to_train(const std::vector<std::size_t>& pending) const {
     std::int64_t steps = 0;
-    for (std::size_t i : pending)
-      steps += plan_[i].fine_tune ? plan_[i].fine_tune->steps
-               : plan_[i].steps > design_.steps ? plan_[i].steps - design_.steps
-                                                : plan_[i].steps;
+    for (std::size_t i : pending) {
+      const RunSpec& spec = plan_[i];
+      const std::int64_t total = spec.fine_tune ? spec.fine_tune->steps : spec.steps;
+      std::int64_t done = !spec.fine_tune && spec.steps > design_.steps ? design_.steps : 0;
+      try {
+        if (const auto saved = RunDirectory(paths_.run_dir(spec)).saved_step()) done = std::max(done, *saved);
+      } catch (const Error&) {
+      }
+      steps += std::max<std::int64_t>(0, total - done);
+    }
     return steps;
   }
 

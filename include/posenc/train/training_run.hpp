@@ -47,6 +47,11 @@ class RunDirectory {
     std::snprintf(name, sizeof name, "checkpoint-step%06lld.safetensors", static_cast<long long>(step));
     return (dir_ / name).string();
   }
+  // The step a resume continues from: the optimizer state's, or nullopt when none is saved yet.
+  std::optional<std::int64_t> saved_step() const {
+    if (!std::filesystem::exists(optimizer())) return std::nullopt;
+    return static_cast<std::int64_t>(detail::metadata_number(read_safetensors(optimizer()), "optimizer_step"));
+  }
 
   // Deletes the checkpoints of `records` (a run's evaluations, oldest first) that are neither
   // among the newest keep_checkpoints() nor the best validation estimate's. The newest, which the

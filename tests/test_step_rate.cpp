@@ -1,0 +1,40 @@
+// Tests of the example programs' StepRate: the seconds per step behind a study's ETA.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "../examples/common/step_rate.hpp"
+
+using examples::StepRate;
+
+TEST_CASE("StepRate: the rate of the last window, a pause and a slow start forgotten once they are older") {
+  StepRate rate(100);
+  CHECK_FALSE(rate.seconds_per_step());
+  rate.add(0, 0);
+  CHECK_FALSE(rate.seconds_per_step());  // one moment: no rate yet
+  // a slow start: 10 steps in 50 s, then 2 steps per second
+  rate.add(50, 10);
+  std::int64_t steps = 10;
+  double t = 50;
+  for (int i = 0; i < 200; ++i) rate.add(t += 0.5, ++steps);
+  CHECK(*rate.seconds_per_step() == Approx(0.5));  // the slow start is older than the window
+  // a pause of an hour (a stopped process), then 1 step per second
+  t += 3600;
+  rate.add(t, ++steps);
+  CHECK_FALSE(rate.seconds_per_step());  // nothing in the window but the moment after the pause
+  for (int i = 0; i < 30; ++i) rate.add(t += 1.0, ++steps);
+  CHECK(*rate.seconds_per_step() == Approx(1.0));
+  // within the window both speeds count
+  for (int i = 0; i < 40; ++i) rate.add(t += 0.5, ++steps);
+  CHECK(*rate.seconds_per_step() == Approx((30 * 1.0 + 40 * 0.5) / 70));
+}
+
+TEST_CASE("StepRate: steps closer together than a second are not each kept, and time without steps is no rate") {
+  StepRate rate(10);
+  for (int i = 0; i <= 1000; ++i) rate.add(i * 0.01, i);  // 1,000 steps in 10 s
+  CHECK(*rate.seconds_per_step() == Approx(0.01));
+  StepRate idle(10);
+  idle.add(0, 5);
+  idle.add(20, 5);
+  CHECK_FALSE(idle.seconds_per_step());
+}
