@@ -130,7 +130,7 @@ TEST_CASE("RoPE pairs dimension i with i + hd/2 and rotates by position · 10000
 }
 
 TEMPLATE_TEST_CASE("RoPE: the rotated q·k depends only on the offset between positions", "", RoPE,
-                   RoPEInterleaved, RoPEPartial, (BasicRoPE<"rope-base500", 500.0>)) {
+                   RoPEInterleaved, RoPEPartial, (BasicRoPE<"rope-base500", 500>)) {
   ParameterTable table;
   ParameterStore<double> store(std::make_shared<ParameterTable>());
   typename TestType::template Attention<double, 1, 8> rope(table, "", 64);

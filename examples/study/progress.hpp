@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,7 @@ class StudyProgress final : public posenc::StudyObserver {
     std::lock_guard lock(mutex_);
     ++done_;
     steps_done_ += steps_elsewhere;
+    trained_elsewhere_ = trained_elsewhere_ || steps_elsewhere > 0;
     workers_[worker].id.clear();
     line("[" + std::to_string(done_) + "/" + std::to_string(total_) + " runs] " + message);
   }
@@ -80,7 +82,8 @@ class StudyProgress final : public posenc::StudyObserver {
   // none yet, or when the runs are trained by other ranks (reported only as they finish).
   std::string eta() const {
     if (steps_done_ == 0 || remaining_steps_ == 0) return "?";
-    const double per_step = rate_.seconds_per_step().value_or(seconds_since_start() / static_cast<double>(steps_done_));
+    const auto recent = trained_elsewhere_ ? std::nullopt : rate_.seconds_per_step();
+    const double per_step = recent.value_or(seconds_since_start() / static_cast<double>(steps_done_));
     return examples::format_duration(per_step *
                                      static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
   }
@@ -94,7 +97,7 @@ class StudyProgress final : public posenc::StudyObserver {
   std::size_t total_, done_;
   std::int64_t remaining_steps_, steps_done_ = 0;
   std::string prefix_;
-  bool terminal_, dirty_ = false;
+  bool terminal_, dirty_ = false, trained_elsewhere_ = false;
   Clock::time_point start_;
   examples::StepRate rate_;
   std::vector<Worker> workers_;

@@ -77,7 +77,7 @@ decltype(auto) with_policy(std::string_view name, F&& f) {
       if (!found) unknown();
     } else {
       std::optional<Result> result;
-      ((name == P::name ? (result.emplace(f.template operator()<P>()), true) : false) || ...);
+      static_cast<void>(((name == P::name ? (result.emplace(f.template operator()<P>()), true) : false) || ...));
       if (!result) unknown();
       return std::move(*result);
     }

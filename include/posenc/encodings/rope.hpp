@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
+#include <ratio>
 #include <string_view>
 #include <vector>
 
@@ -27,17 +29,19 @@ struct FixedName {
 };
 
 // RoPE with its options as policy parameters: the base, the fraction of each head's dimensions
-// rotated (the first round(fraction·hd / 2)·2; the rest pass through, as GPT-NeoX's rotary_pct),
-// and the pairing.
-template <FixedName Name, double Base = 10000.0, double Fraction = 1.0,
+// rotated as a std::ratio (the first round(fraction·hd / 2)·2; the rest pass through, as GPT-NeoX's
+// rotary_pct), and the pairing. Whole numbers and ratios rather than doubles, which clang accepts
+// as template arguments only from version 18 (Debian 12 has 14); a fractional base is a run-time
+// option (--rope-base, RopeScaling).
+template <FixedName Name, std::size_t Base = 10000, class Fraction = std::ratio<1>,
           RopePairing Pairing = RopePairing::rotate_half, FixedName Summary = "rotary position embedding">
 struct BasicRoPE {
-  static_assert(Base > 1.0, "RoPE: the base must exceed 1");
-  static_assert(Fraction > 0.0 && Fraction <= 1.0, "RoPE: the rotated fraction must lie in (0, 1]");
+  static_assert(Base > 1, "RoPE: the base must exceed 1");
+  static_assert(Fraction::num > 0 && Fraction::num <= Fraction::den, "RoPE: the rotated fraction must lie in (0, 1]");
   static constexpr std::string_view name = Name.view();
   static constexpr std::string_view summary = Summary.view();
-  static constexpr double base = Base;
-  static constexpr double fraction = Fraction;
+  static constexpr double base = static_cast<double>(Base);
+  static constexpr double fraction = static_cast<double>(Fraction::num) / static_cast<double>(Fraction::den);
   static constexpr RopePairing pairing = Pairing;
 
   template <std::floating_point S, std::size_t Dim>
@@ -50,7 +54,7 @@ struct BasicRoPE {
 
    public:
     static constexpr std::size_t pairs =
-        static_cast<std::size_t>(Fraction * static_cast<double>(HeadDim) / 2.0 + 0.5);
+        static_cast<std::size_t>(fraction * static_cast<double>(HeadDim) / 2.0 + 0.5);
     static_assert(pairs >= 1, "RoPE: the rotated fraction leaves no pair of dimensions to rotate");
     static constexpr std::size_t rotated = 2 * pairs;
 
@@ -103,7 +107,7 @@ struct BasicRoPE {
       const std::size_t L = scaling_.original_context != 0 ? scaling_.original_context : context_;
       const std::size_t length_key = scaling_.method == RopeScalingMethod::dynamic_ntk && T > L ? T : 0;
       if (frequencies_.per_position.empty() || length_key != frequencies_for_) {
-        frequencies_ = rope_frequencies(Base, rotated, scaling_, T, context_);
+        frequencies_ = rope_frequencies(base, rotated, scaling_, T, context_);
         frequencies_for_ = length_key;
         cos_.clear();
         sin_.clear();
@@ -129,13 +133,13 @@ struct BasicRoPE {
 };
 
 // The study's RoPE: base 10000, every dimension rotated, rotate-half pairing.
-using RoPE = BasicRoPE<"rope", 10000.0, 1.0, RopePairing::rotate_half,
+using RoPE = BasicRoPE<"rope", 10000, std::ratio<1>, RopePairing::rotate_half,
                        "rotary embedding of q and k, base 10000, rotate-half pairs (Su et al. 2021; GPT-NeoX, LLaMA)">;
 // GPT-J's interleaved pairing.
-using RoPEInterleaved = BasicRoPE<"rope-interleaved", 10000.0, 1.0, RopePairing::interleaved,
+using RoPEInterleaved = BasicRoPE<"rope-interleaved", 10000, std::ratio<1>, RopePairing::interleaved,
                                   "RoPE with interleaved pairs (GPT-J, the RoFormer paper)">;
 // GPT-NeoX's partial rotary: a quarter of each head's dimensions rotated.
-using RoPEPartial = BasicRoPE<"rope-partial", 10000.0, 0.25, RopePairing::rotate_half,
+using RoPEPartial = BasicRoPE<"rope-partial", 10000, std::ratio<1, 4>, RopePairing::rotate_half,
                               "RoPE on a quarter of each head's dimensions (GPT-NeoX's rotary_pct)">;
 
 }  // namespace posenc

@@ -33,7 +33,11 @@ void adamw_update(S* params, const S* grads, S* m, S* v, std::size_t n, std::int
   // Every element is independent, so the threads split the buffers and each runs the same
   // element-wise arithmetic: the result does not depend on the thread count.
   parallel_for_chunks(n, [&](std::size_t i0, std::size_t i1) {
+    // GCC vectorizes std::sqrt here when told to; clang does not without -fno-math-errno, and
+    // would warn that the pragma failed in every program that includes posenc.
+#if !defined(__clang__)
     POSENC_OMP(omp simd)
+#endif
     for (std::size_t i = i0; i < i1; ++i) {
       const S g = grads[i];
       S p = params[i] * decay;

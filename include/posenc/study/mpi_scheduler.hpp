@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -72,6 +73,7 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
                                   StudyObserver& observer, StudyFailures& failures) {
   const std::vector<StudyRunner::WorkItem> items = runner.work_items(pending);
   std::atomic<std::size_t> next{0};
+  std::map<std::size_t, std::int64_t> steps_assigned;  // a run's steps still to train when a rank took it
   std::thread own([&] { runner.work(0, items, next, observer, failures, " (rank 0)"); });
   int serving = ranks - 1;
   while (serving > 0) {
@@ -86,7 +88,11 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
       const std::size_t i = next++;
       if (i < items.size()) {
         std::string assigned = std::to_string(items[i].run);
-        for (std::size_t follower : items[i].followers) assigned += " " + std::to_string(follower);
+        steps_assigned[items[i].run] = runner.steps_to_train({items[i].run});
+        for (std::size_t follower : items[i].followers) {
+          assigned += " " + std::to_string(follower);
+          steps_assigned[follower] = runner.steps_to_train({follower});
+        }
         send_text(assigned, from.source, detail::assigned_run);
         observer.started(job, runner.plan()[items[i].run].id() + where);
       } else {
@@ -97,7 +103,8 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
       const auto [index, json] = detail::split_indexed(text);
       const RunSpec& spec = runner.plan().at(index);
       write_record(run_record_from_json(nlohmann::json::parse(json)), runner.paths().record(spec));
-      observer.finished(job, "done " + spec.id() + where, runner.steps_to_train({index}));
+      const auto steps = steps_assigned.find(index);
+      observer.finished(job, "done " + spec.id() + where, steps == steps_assigned.end() ? 0 : steps->second);
     } else if (from.tag == detail::run_failed) {
       const auto [index, what] = detail::split_indexed(text);
       const RunSpec& spec = runner.plan().at(index);
