@@ -491,6 +491,8 @@ class StopAt final : public StudyObserver {
     if (r.step >= step_) stop_ = true;
   }
   bool stop_requested() override { return stop_; }
+  void finished(std::size_t, RunEnd end, const std::string&, std::int64_t) override { ends.push_back(end); }
+  std::vector<RunEnd> ends;  // one job: no other thread calls finished()
 
  private:
   std::int64_t step_;
@@ -511,6 +513,7 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   StudyFailures failures;
   runner.run(runner.pending(), 1, stop, failures);
   CHECK(failures.list().empty());  // asked for: not a failure
+  CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});  // a program counts it as still to do
   CHECK(runner.pending().size() == 2);
   CHECK(std::filesystem::exists(runner.paths().run_dir(runner.plan()[0]) / "checkpoint-step000004.safetensors"));
   CHECK_FALSE(std::filesystem::exists(runner.paths().run_dir(runner.plan()[1])));  // never started

@@ -62,9 +62,10 @@ class StudyProgress final : public posenc::StudyObserver {
     line(text);
   }
   // steps_elsewhere: the steps of a run another rank trained, which step() never saw
-  void finished(std::size_t worker, const std::string& message, std::int64_t steps_elsewhere) override {
+  void finished(std::size_t worker, posenc::RunEnd end, const std::string& message,
+                std::int64_t steps_elsewhere) override {
     std::lock_guard lock(mutex_);
-    ++done_;
+    if (end == posenc::RunEnd::done) ++done_;  // a stopped or failed run is still to do
     steps_done_ += steps_elsewhere;
     trained_elsewhere_ = trained_elsewhere_ || steps_elsewhere > 0;
     workers_[worker].id.clear();

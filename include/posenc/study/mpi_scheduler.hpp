@@ -47,11 +47,11 @@ inline void serve_study_runs(const StudyRunner& runner, StudyObserver& observer)
       send_text(std::to_string(index) + "\n" + to_json(record).dump(), 0, detail::run_record);
       // its fine-tunes, next on this rank, need the record now, before rank 0 may have written it
       if (!spec.fine_tune) write_record(record, runner.paths().record(spec));
-      observer.finished(0, "done " + spec.id());
+      observer.finished(0, RunEnd::done, "done " + spec.id());
       return true;
     } catch (const std::exception& e) {
       send_text(std::to_string(index) + "\n" + e.what(), 0, detail::run_failed);
-      observer.finished(0, std::string("FAILED ") + spec.id() + ": " + e.what());
+      observer.finished(0, RunEnd::failed, std::string("FAILED ") + spec.id() + ": " + e.what());
       return false;
     }
   };
@@ -104,12 +104,13 @@ inline void coordinate_study_runs(const StudyRunner& runner, const std::vector<s
       const RunSpec& spec = runner.plan().at(index);
       write_record(run_record_from_json(nlohmann::json::parse(json)), runner.paths().record(spec));
       const auto steps = steps_assigned.find(index);
-      observer.finished(job, "done " + spec.id() + where, steps == steps_assigned.end() ? 0 : steps->second);
+      observer.finished(job, RunEnd::done, "done " + spec.id() + where,
+                        steps == steps_assigned.end() ? 0 : steps->second);
     } else if (from.tag == detail::run_failed) {
       const auto [index, what] = detail::split_indexed(text);
       const RunSpec& spec = runner.plan().at(index);
       failures.add(spec.id() + where + ": " + what);
-      observer.finished(job, "FAILED " + spec.id() + where + ": " + what);
+      observer.finished(job, RunEnd::failed, "FAILED " + spec.id() + where + ": " + what);
     } else {
       own.join();
       fail("study: rank ", from.source, " sent a message with unknown tag ", from.tag);

@@ -36,6 +36,9 @@ namespace posenc {
 // Makes the model of a run: make_any_model<Sizes>, or a program's own (compiled in shards).
 using MakeModel = std::function<std::unique_ptr<AnyModel>(const ModelShape&, const ModelConfig&)>;
 
+// How a run ended: recorded, stopped on request (saved, resumable), or failed.
+enum class RunEnd { done, stopped, failed };
+
 // What a study reports while it runs. `job` names the slot a run occupies (a job thread, or an MPI
 // rank); calls for different jobs may come from different threads at once.
 class StudyObserver {
@@ -45,7 +48,8 @@ class StudyObserver {
   virtual void step(std::size_t /*job*/, const StepReport&) {}
   virtual void eval(std::size_t /*job*/, const EvalRecord&) {}
   // steps_elsewhere: the steps of a run trained where step() was not called (another rank)
-  virtual void finished(std::size_t /*job*/, const std::string& /*message*/, std::int64_t /*steps_elsewhere*/ = 0) {}
+  virtual void finished(std::size_t /*job*/, RunEnd, const std::string& /*message*/,
+                        std::int64_t /*steps_elsewhere*/ = 0) {}
   // Asked after every step of every run: true stops the runs there, each saved to be resumed, and
   // starts no other (a program's Ctrl-C handler answers it).
   virtual bool stop_requested() { return false; }
@@ -274,13 +278,14 @@ class StudyRunner {
     observer.started(job, spec.id() + where);
     try {
       write_record(execute(spec, observer, job), paths_.record(spec));
-      observer.finished(job, "done " + spec.id() + where);
+      observer.finished(job, RunEnd::done, "done " + spec.id() + where);
       return true;
     } catch (const Interrupted& stopped) {  // asked for: not a failure
-      observer.finished(job, "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
+      observer.finished(job, RunEnd::stopped,
+                        "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
     } catch (const std::exception& e) {
       failures.add(spec.id() + where + ": " + e.what());
-      observer.finished(job, "FAILED " + spec.id() + where + ": " + e.what());
+      observer.finished(job, RunEnd::failed, "FAILED " + spec.id() + where + ": " + e.what());
     }
     return false;
   }
