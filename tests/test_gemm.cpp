@@ -1,7 +1,13 @@
 // Tests of kernels/gemm.hpp and gemm_report.hpp: every backend and precision against a direct sum, bf16 training.
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <bit>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -219,3 +225,54 @@ TEST_CASE("precision names parse both ways and bad ones are refused") {
   for (const Precision p : {Precision::fp32, Precision::bf16}) CHECK(parse_precision(precision_name(p)) == p);
   CHECK_THROWS_WITH(parse_precision("fp16"), Catch::Contains("'fp16' is not one of fp32, bf16"));
 }
+
+#if defined(POSENC_GEMM_ONEDNN)
+namespace {
+std::atomic<long> signals_seen{0};
+extern "C" void count_signal(int) { signals_seen.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+// oneDNN 2.6's JIT f32 GEMM kernels point rsp into a heap buffer, where the kernel writes the
+// frame of a signal that arrives meanwhile: a Ctrl-C (or a profiler's SIGPROF) corrupted the heap
+// or the product (oneDNN issue 4845, fixed in 3.11). gemm() holds signals until the product is done.
+TEST_CASE("signals arriving during oneDNN's products wait for them and corrupt nothing") {
+  struct sigaction action {}, previous {};
+  action.sa_handler = count_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &action, &previous) == 0);
+  // the shapes of a small model's linear layers, forward (NN) and backward (NT, TN)
+  const std::size_t m = 64;
+  for (const std::size_t n : {64, 192, 256}) {
+    for (const std::size_t k : {64, 256}) {
+      for (const auto& [ta, tb] : {std::pair{false, false}, std::pair{false, true}, std::pair{true, false}}) {
+        std::vector<float> a(m * k), b(k * n), reference(m * n), c(m * n);
+        posenc::Rng rng(9);
+        for (auto& x : a) x = static_cast<float>(rng.normal(0.0, 1.0));
+        for (auto& x : b) x = static_cast<float>(rng.normal(0.0, 1.0));
+        const std::size_t lda = ta ? m : k, ldb = tb ? k : n;
+        posenc::gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, reference.data(), n);
+        std::atomic<bool> done{false};
+        std::atomic<int> wrong_products{0};
+        std::thread computing([&] {
+          for (int i = 0; i < 2000; ++i) {
+            posenc::gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), n);
+            if (c != reference) ++wrong_products;
+          }
+          done = true;
+        });
+        const pthread_t target = computing.native_handle();
+        while (!done) {
+          pthread_kill(target, SIGUSR1);
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        computing.join();
+        INFO("M " << m << " N " << n << " K " << k << (ta ? " Aᵀ" : "") << (tb ? " Bᵀ" : ""));
+        CHECK(wrong_products.load() == 0);
+      }
+    }
+  }
+  sigaction(SIGUSR1, &previous, nullptr);
+  CHECK(signals_seen.load() > 0);
+}
+#endif

@@ -17,6 +17,10 @@
 #include "posenc/kernels/precision.hpp"
 
 #if defined(POSENC_GEMM_ONEDNN)
+#include <pthread.h>
+
+#include <csignal>
+
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 #endif
@@ -78,6 +82,24 @@ struct OneOpenMPThread {
   }
 #endif
 };
+
+// Holds this thread's asynchronous signals while oneDNN computes on it: the JIT f32 GEMM kernels of
+// oneDNN before 3.11 (Debian 12 has 2.6) point rsp into a heap buffer, so the frame of a signal
+// arriving meanwhile (Ctrl-C, a profiler's SIGPROF) is written into the heap and corrupts it
+// (oneDNN issue 4845). Held signals are delivered when the product is done; faults still stop it.
+struct SignalsHeldOnThisThread {
+  sigset_t saved;
+  SignalsHeldOnThisThread() {
+    sigset_t held;
+    sigfillset(&held);
+    for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&held, fault);
+    pthread_sigmask(SIG_BLOCK, &held, &saved);
+  }
+  ~SignalsHeldOnThisThread() { pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
+  SignalsHeldOnThisThread(const SignalsHeldOnThisThread&) = delete;
+  SignalsHeldOnThisThread& operator=(const SignalsHeldOnThisThread&) = delete;
+};
+
 }  // namespace detail
 
 // dnnl_sgemm is row-major, like posenc.
@@ -86,6 +108,7 @@ inline void onednn(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std
                    float beta, float* c, std::size_t ldc) {
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
   [[maybe_unused]] const detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const detail::SignalsHeldOnThisThread signals_held;
   const dnnl_status_t status =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
                  dim(lda), b, dim(ldb), beta, c, dim(ldc));
@@ -171,6 +194,7 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
   auto& matmuls = detail::Bf16Matmuls::of_this_thread();
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
   [[maybe_unused]] const detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const detail::SignalsHeldOnThisThread signals_held;
   matmuls.round_to_bf16(matmuls.a_bf16, a, dim(trans_a ? k : m), dim(trans_a ? m : k), dim(lda));
   matmuls.round_to_bf16(matmuls.b_bf16, b, dim(trans_b ? n : k), dim(trans_b ? k : n), dim(ldb));
   matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), matmuls.b_bf16.data(),
