@@ -276,3 +276,20 @@ TEST_CASE("signals arriving during oneDNN's products wait for them and corrupt n
   CHECK(signals_seen.load() > 0);
 }
 #endif
+
+#if defined(POSENC_GEMM_ONEDNN)
+TEST_CASE("a signal hold inside another ends with the outer one, which restores the thread's mask") {
+  sigset_t before, inside_outer, after;
+  pthread_sigmask(SIG_BLOCK, nullptr, &before);
+  REQUIRE(sigismember(&before, SIGINT) == 0);
+  {
+    const GemmSignalHold outer{};
+    { const GemmSignalHold inner{}; }
+    pthread_sigmask(SIG_BLOCK, nullptr, &inside_outer);
+  }
+  pthread_sigmask(SIG_BLOCK, nullptr, &after);
+  CHECK(sigismember(&inside_outer, SIGINT) == 1);  // still held once the inner hold ended
+  CHECK(sigismember(&inside_outer, SIGSEGV) == 0);  // faults are never held
+  CHECK(sigismember(&after, SIGINT) == 0);
+}
+#endif

@@ -67,6 +67,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
   // the backward needs whole
   std::vector<S> dropped(dropout.mask.active() ? max_parallel_threads() * attention_block * T : 0);
   parallel_for_each(B * H, [&](std::size_t bh) {
+    [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's 2·⌈T/16⌉ products
     const std::size_t b = bh / H, h = bh % H;
     S* q = qkv + b * T * C3 + h * hd;
     S* k = q + C;
@@ -117,6 +118,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
   S* const dbias_all = scratch + threads * per_thread;
   if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
   const auto item = [&](std::size_t bh) {
+    [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's products
     const std::size_t b = bh / H, h = bh % H;
     const std::size_t thread = parallel_thread_index();
     S* dscores = scratch + thread * per_thread;     // (attention_block, T)
@@ -201,6 +203,7 @@ void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const 
   // runs of the ring: keys 0..first_run−1 in slots window.first…, the rest from slot 0
   const std::size_t first_run = std::min(P, window.capacity - window.first);
   const std::size_t runs[2][3] = {{0, window.first, first_run}, {first_run, 0, P - first_run}};
+  [[maybe_unused]] const GemmSignalHold signals_held{};  // once for every head's products
   for (std::size_t h = 0; h < H; ++h) {
     const S* qh = q + h * hd;
     const S* kh = keys + h * window.capacity * hd;

@@ -86,16 +86,25 @@ struct OneOpenMPThread {
 // Holds this thread's asynchronous signals while oneDNN computes on it: the JIT f32 GEMM kernels of
 // oneDNN before 3.11 (Debian 12 has 2.6) point rsp into a heap buffer, so the frame of a signal
 // arriving meanwhile (Ctrl-C, a profiler's SIGPROF) is written into the heap and corrupts it
-// (oneDNN issue 4845). Held signals are delivered when the product is done; faults still stop it.
+// (oneDNN issue 4845). Held signals are delivered when the outermost hold ends; faults still stop
+// the thread. A hold inside another costs a counter, so a kernel making many small products holds
+// once around them (GemmSignalHold) rather than paying two system calls per product.
 struct SignalsHeldOnThisThread {
   sigset_t saved;
   SignalsHeldOnThisThread() {
+    if (depth()++ > 0) return;
     sigset_t held;
     sigfillset(&held);
     for (const int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&held, fault);
     pthread_sigmask(SIG_BLOCK, &held, &saved);
   }
-  ~SignalsHeldOnThisThread() { pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
+  ~SignalsHeldOnThisThread() {
+    if (--depth() == 0) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
+  static int& depth() {
+    thread_local int holds = 0;
+    return holds;
+  }
   SignalsHeldOnThisThread(const SignalsHeldOnThisThread&) = delete;
   SignalsHeldOnThisThread& operator=(const SignalsHeldOnThisThread&) = delete;
 };
@@ -203,6 +212,14 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
 #endif
 
 }  // namespace gemm_backends
+
+// Holds the thread's asynchronous signals for a scope of many oneDNN products (see
+// gemm_backends::detail::SignalsHeldOnThisThread); nothing with OpenBLAS. Construct it with {}.
+#if defined(POSENC_GEMM_ONEDNN)
+using GemmSignalHold = gemm_backends::detail::SignalsHeldOnThisThread;
+#else
+struct GemmSignalHold {};
+#endif
 
 inline std::optional<std::string> bf16_unsupported_reason() {
 #if defined(POSENC_GEMM_ONEDNN)

@@ -21,6 +21,7 @@
 #include "posenc/kernels/fast_cross_entropy.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
 #include "posenc/kernels/fast_linear.hpp"
+#include "posenc/kernels/gemm.hpp"
 #include "posenc/kernels/gemm_report.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
@@ -171,6 +172,7 @@ class CharTransformer {
     if (token < 0 || static_cast<std::size_t>(token) >= vocab_size())
       fail("CharTransformer::forward_step: token id ", token, " is outside the vocabulary [0, ",
            vocab_size(), ")");
+    [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the token's ~40 small products
     if (cache.full()) {
       if constexpr (!cache_rolls) {
         fail("CharTransformer::forward_step: the cache holds its capacity of ", cache.capacity(), " positions and ",
