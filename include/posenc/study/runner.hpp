@@ -309,11 +309,7 @@ class StudyRunner {
            StudyFailures& failures) const {
     const std::vector<WorkItem> items = work_items(pending);
     std::atomic<std::size_t> next{0};
-    std::vector<std::thread> threads;
-    for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j)
-      threads.emplace_back([&, j] { work(j, items, next, observer, failures); });
-    work(0, items, next, observer, failures);
-    for (auto& t : threads) t.join();
+    on_jobs(jobs, [&](std::size_t job) { work(job, items, next, observer, failures); });
   }
 
   // Every finished run's record, in plan order. With `evaluate_finished`, a base run's or a
@@ -342,10 +338,7 @@ class StudyRunner {
         }
       }
     };
-    std::vector<std::thread> threads;
-    for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j) threads.emplace_back(collect);
-    collect();
-    for (auto& t : threads) t.join();
+    on_jobs(jobs, [&](std::size_t) { collect(); });
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
     std::vector<RunRecord> records;
@@ -355,6 +348,15 @@ class StudyRunner {
   }
 
  private:
+  // Calls job(j) for j = 0 … jobs − 1 at once, job 0 on this thread, and returns when all are done.
+  template <class Job>
+  static void on_jobs(std::size_t jobs, Job&& job) {
+    std::vector<std::thread> threads;
+    for (std::size_t j = 1; j < std::max<std::size_t>(1, jobs); ++j) threads.emplace_back([&job, j] { job(j); });
+    job(0);
+    for (auto& t : threads) t.join();
+  }
+
   static StudyDesign validated(StudyDesign d) {
     validate_design(d);
     return d;
