@@ -118,6 +118,31 @@ TEST_CASE("evaluate_loss scores every target once in non-overlapping windows") {
   CHECK_THROWS_WITH(evaluate_loss(model, std::vector<TokenId>{1}, 5), Catch::Contains("need at least 2"));
 }
 
+TEST_CASE("evaluate_loss and estimate_loss ask should_stop before every batch and throw EvaluationStopped") {
+  struct BatchCounter {
+    int batches = 0;
+    float loss(const Tokens&, const Tokens&) {
+      ++batches;
+      return 1.0f;
+    }
+  };
+  std::vector<TokenId> tokens(200);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i % 7);
+  for (const int allowed : {0, 3}) {
+    int asked = 0;
+    const StopCheck stop_after = [&] { return asked++ == allowed; };
+    BatchCounter full, estimated;
+    CHECK_THROWS_AS(evaluate_loss(full, tokens, 5, 2, stop_after), EvaluationStopped);
+    CHECK(full.batches == allowed);
+    asked = 0;
+    CHECK_THROWS_AS(estimate_loss(estimated, tokens, 2, 5, 10, 1, "split", nullptr, stop_after), EvaluationStopped);
+    CHECK(estimated.batches == allowed);
+  }
+  BatchCounter never_stopped;
+  CHECK(evaluate_loss(never_stopped, tokens, 5, 2, [] { return false; }).targets == 199);
+  CHECK(never_stopped.batches == 21);  // 39 full windows of 5 in 20 batches of 2 or 1, then the last 4 targets
+}
+
 TEST_CASE("evaluate_loss_sliding scores every target once, each from its own position") {
   // A stand-in model whose logits at a position favour "the input + 1": the loss of a target
   // depends only on the input at the same position, so a misaligned or repeated target changes

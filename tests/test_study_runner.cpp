@@ -525,3 +525,61 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   check_same_numbers(*load_record(runner.paths().record(runner.plan()[0])),
                      *load_record(reference.paths().record(reference.plan()[0])));
 }
+
+// Asks to stop once the run's estimates at `step` are made: at a run's last step, in the
+// evaluation after training.
+class StopAfterEstimate final : public StudyObserver {
+ public:
+  explicit StopAfterEstimate(std::int64_t step) : step_(step) {}
+  void eval(std::size_t, const EvalRecord& r) override {
+    if (r.step >= step_) stop_ = true;
+  }
+  bool stop_requested() override { return stop_; }
+  void finished(std::size_t, RunEnd end, const std::string&, std::int64_t) override { ends.push_back(end); }
+  std::vector<RunEnd> ends;
+
+ private:
+  std::int64_t step_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_CASE("a stop in a run's last estimate or in its evaluation after training saves it, and it resumes exactly") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  StudyDesign d = tiny_design();
+  d.variants = {"rope"};
+  d.seeds = {1};
+  d.extended_steps = 0;
+  TempDir whole("study-runner-unstopped-evaluation");
+  StudyObserver quiet;
+  StudyFailures failures;
+  const StudyRunner reference(d, whole.path, corpus(), make_test_model);
+  reference.run(reference.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const RunSpec& spec = reference.plan()[0];
+
+  const auto stopped_then_resumed = [&](TempDir& dir, StudyObserver& stop) {
+    const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+    runner.run(runner.pending(), 1, stop, failures);
+    CHECK(failures.list().empty());
+    CHECK(runner.pending().size() == 1);  // no record: still to do
+    runner.run(runner.pending(), 1, quiet, failures);
+    REQUIRE(failures.list().empty());
+    const auto resumed = load_record(runner.paths().record(spec));
+    const auto uninterrupted = load_record(reference.paths().record(spec));
+    check_same_numbers(*resumed, *uninterrupted);
+    CHECK(resumed->extrapolation == uninterrupted->extrapolation);
+  };
+  SECTION("asked during the estimate of the last step") {
+    TempDir dir("study-runner-stopped-last-estimate");
+    StopAt stop(6);
+    stopped_then_resumed(dir, stop);
+    CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
+  }
+  SECTION("asked after the last estimate, during the full passes and extrapolation") {
+    TempDir dir("study-runner-stopped-final-evaluation");
+    StopAfterEstimate stop(6);
+    stopped_then_resumed(dir, stop);
+    CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
+  }
+}

@@ -325,6 +325,57 @@ TEST_CASE("a run asked to stop saves the step it is at, and resumes to the unint
   std::filesystem::remove_all(base);
 }
 
+TEST_CASE("a stop in an evaluation abandons it at once; the resumed run makes it, to the uninterrupted run's bits") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 9;
+  config.eval_every = 3;
+  config.eval_iters = 4;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-stop-in-eval";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  Model whole(model_config);
+  const auto whole_records = run_training(whole, data, config, RunDirectory(base / "whole"), false);
+  REQUIRE(whole_records.size() == 4);  // steps 0, 3, 6, 9
+
+  for (const std::int64_t stop_step : {std::int64_t{6}, std::int64_t{9}}) {  // an evaluation within and at the end
+    DYNAMIC_SECTION("stopped in the evaluation at step " << stop_step) {
+      Model stopped(model_config);
+      TrainingCallbacks stop;
+      std::int64_t steps_seen = 0;
+      int polls_after_asking = 0;
+      stop.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+      stop.should_stop = [&] {
+        if (steps_seen == stop_step) ++polls_after_asking;
+        return steps_seen == stop_step;
+      };
+      const RunDirectory split(base / ("split" + std::to_string(stop_step)));
+      try {
+        run_training(stopped, data, config, split, false, stop);
+        FAIL("run_training did not stop");
+      } catch (const Interrupted& e) {
+        CHECK(e.step() == stop_step);
+      }
+      CHECK(polls_after_asking == 1);  // the first batch of the estimate asked, and none was scored
+      CHECK(read_eval_log(split.log()).back().step == stop_step - 3);  // the evaluation was not made
+      CHECK(std::filesystem::exists(split.checkpoint(stop_step)));
+
+      Model resumed(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 99});
+      const auto records = run_training(resumed, data, config, split, true);
+      CHECK(parameters_of(resumed) == parameters_of(whole));
+      REQUIRE(records.size() == whole_records.size());
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        CHECK(records[i].step == whole_records[i].step);
+        CHECK(records[i].train_loss == whole_records[i].train_loss);
+        CHECK(records[i].val_loss == whole_records[i].val_loss);
+      }
+      CHECK(read_eval_log(split.log()).size() == whole_records.size());
+      CHECK(std::filesystem::exists(split.checkpoint(stop_step)));  // an evaluation's checkpoint now: kept
+    }
+  }
+  std::filesystem::remove_all(base);
+}
+
 TEST_CASE("a run with no complete state yet (its first save never finished) resumes from the start") {
   const CharDataset data(corpus());
   TrainConfig config = small_config();

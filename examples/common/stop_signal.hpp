@@ -1,4 +1,4 @@
-// StopSignal: Ctrl-C or SIGTERM asks training to stop after its current step, saved; a second one exits at once.
+// StopSignal: Ctrl-C or SIGTERM asks training to stop after its step or evaluation batch, saved; a second exits.
 #pragma once
 
 #include <unistd.h>
@@ -15,7 +15,8 @@ extern "C" inline void request_stop(int signal) {
   if (stop_signal != 0) _exit(130);  // the second: at once, as the shell's Ctrl-C would
   stop_signal = signal;
   static const char message[] =
-      "\nstopping after this step and saving the run (press Ctrl-C again to quit at once, losing the step)\n";
+      "\nstopping after this step (or this evaluation's batch) and saving the run (press Ctrl-C again to quit at "
+      "once, losing what is not saved)\n";
   const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
   (void)ignored;
 }

@@ -223,10 +223,14 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   } catch (const posenc::Interrupted& stopped) {
     if (root) {
       progress.line_break();
+      // a fixed thread count again, or the resumed run does not repeat the uninterrupted one bit for bit
+      const std::string threads = posenc::adaptive_thread_ceiling()
+                                      ? ""
+                                      : " --threads " + std::to_string(posenc::num_threads());
       std::fprintf(stderr, "interrupted at step %lld of %lld; the run is saved: continue it with\n"
-                   "  %s train --resume --out %s\n",
+                   "  %s train --resume --out %s%s\n",
                    static_cast<long long>(stopped.step()), static_cast<long long>(config.train.steps), program_name,
-                   out.c_str());
+                   out.c_str(), threads.c_str());
     }
     return 130;
   }

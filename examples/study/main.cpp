@@ -218,13 +218,15 @@ int main(int argc, char** argv) {
       runner.run(pending, static_cast<std::size_t>(jobs), progress, failures);
 #endif
     }
-    if (examples::stop_requested()) {
+    const auto interrupted = [] {
       std::fprintf(stderr, "study interrupted: the runs in progress are saved; the same command continues them\n");
       return 130;
-    }
+    };
+    if (examples::stop_requested()) return interrupted();
     // the finished runs' evaluations after training, as many at once as runs trained
-    const std::vector<posenc::RunRecord> records =
-        runner.records(!summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs));
+    const std::vector<posenc::RunRecord> records = runner.records(
+        !summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs), examples::stop_requested);
+    if (examples::stop_requested()) return interrupted();
     std::string markdown;
     if (design.grid.empty()) {
       const posenc::StudySummary summary = posenc::summarize_study(design, records);

@@ -196,17 +196,19 @@ class StudyRunner {
     TrainingCallbacks callbacks;
     callbacks.on_step = [&](const StepReport& r) { observer.step(job, r); };
     callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
-    callbacks.should_stop = [&] { return observer.stop_requested(); };
+    const StopCheck should_stop = [&] { return observer.stop_requested(); };
+    callbacks.should_stop = should_stop;
     const auto curve = model->train(data_, config.train, run, resume, callbacks, nullptr);
     RunRecord record;
     record.config = config;
     record.curve = curve;
-    record.final_train_loss = model->evaluate_loss(data_.train(), config.train.context, config.train.batch).loss;
-    record.final_val_loss = model->evaluate_loss(data_.val(), config.train.context, config.train.batch).loss;
+    const std::size_t T = config.train.context, B = config.train.batch;
+    record.final_train_loss = model->evaluate_loss(data_.train(), T, B, should_stop).loss;
+    record.final_val_loss = model->evaluate_loss(data_.val(), T, B, should_stop).loss;
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
-    if (spec.steps == design_.steps) evaluate_final_model(record, spec);
+    if (spec.steps == design_.steps) evaluate_final_model(record, spec, should_stop);
     return record;
   }
 
@@ -215,7 +217,8 @@ class StudyRunner {
   // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
   // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
   // the method and factor replaced). Whether it evaluated anything (the checkpoint is read only then).
-  bool evaluate_final_model(RunRecord& record, const RunSpec& spec) const {
+  // should_stop is asked before each length and distance (EvaluationStopped).
+  bool evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
@@ -252,6 +255,7 @@ class StudyRunner {
                  (e.contains("per_position") && e["per_position"]["bins"].size() == std::min(bins, L));
         };
         if (entry != nullptr && has_bins(*entry)) continue;
+        detail::stop_if_asked(should_stop);
         AnyModel& m = model_under(scaling);
         if (entry == nullptr) {
           record.extrapolation.push_back(keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2))));
@@ -262,6 +266,7 @@ class StudyRunner {
       for (std::size_t n : design_.copy_probe) {
         nlohmann::json* entry = record.copy_probe_at(n, scaling);
         if (entry != nullptr && entry->at("segments").get<std::size_t>() == design_.copy_segments) continue;
+        detail::stop_if_asked(should_stop);
         nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments));
         if (entry != nullptr) *entry = std::move(row);
         else record.copy_probe.push_back(std::move(row));
@@ -283,6 +288,8 @@ class StudyRunner {
     } catch (const Interrupted& stopped) {  // asked for: not a failure
       observer.finished(job, RunEnd::stopped,
                         "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
+    } catch (const EvaluationStopped&) {  // its training is saved whole; the evaluation is made again
+      observer.finished(job, RunEnd::stopped, "stopped " + spec.id() + where + " in its evaluation after training");
     } catch (const std::exception& e) {
       failures.add(spec.id() + where + ": " + e.what());
       observer.finished(job, RunEnd::failed, "FAILED " + spec.id() + where + ": " + e.what());
@@ -316,8 +323,10 @@ class StudyRunner {
   // fine-tune's record that lacks an evaluation of the design (evaluate_final_model) gets it and is
   // rewritten (its checkpoint must be here), `jobs` records at a time; a record that cannot be is
   // added to `failures` and kept as it is. A file that is not a record is an error (the first in
-  // plan order).
-  std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures, std::size_t jobs = 1) const {
+  // plan order). When should_stop asks, the records not yet evaluated are returned as they are
+  // (the caller, which asked, is expected not to summarize them).
+  std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures, std::size_t jobs = 1,
+                                 const StopCheck& should_stop = {}) const {
     std::vector<std::optional<RunRecord>> found(plan_.size());
     std::vector<std::exception_ptr> errors(plan_.size());
     std::atomic<std::size_t> next{0};
@@ -332,7 +341,8 @@ class StudyRunner {
         }
         if (!found[i] || !evaluate_finished || spec.steps != design_.steps) continue;
         try {
-          if (evaluate_final_model(*found[i], spec)) write_record(*found[i], paths_.record(spec));
+          if (evaluate_final_model(*found[i], spec, should_stop)) write_record(*found[i], paths_.record(spec));
+        } catch (const EvaluationStopped&) {  // what it had evaluated is lost, the record kept
         } catch (const std::exception& e) {
           failures.add(spec.id() + " (evaluation after training): " + e.what());
         }

@@ -40,7 +40,8 @@ class AnyModel {
   virtual bool context_bounded_by_position_table() const = 0;
   virtual std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
                                         bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) = 0;
-  virtual LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch) = 0;
+  virtual LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch,
+                                   const StopCheck& should_stop = {}) = 0;
   virtual LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
                                            std::size_t stride) = 0;
   virtual double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
@@ -81,8 +82,9 @@ class ModelOf final : public AnyModel {
                                 bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) override {
     return run_training(model_, data, config, run, resume, callbacks, group);
   }
-  LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch) override {
-    return posenc::evaluate_loss(model_, tokens, context, batch);
+  LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch,
+                           const StopCheck& should_stop = {}) override {
+    return posenc::evaluate_loss(model_, tokens, context, batch, should_stop);
   }
   LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
                                    std::size_t stride) override {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -16,6 +17,22 @@
 
 namespace posenc {
 
+// Asked between the batches of a long evaluation (a program's Ctrl-C handler sets what it reads):
+// true abandons the evaluation, which throws EvaluationStopped. An empty one is never asked.
+using StopCheck = std::function<bool()>;
+
+// What an evaluation throws when its StopCheck asked it to stop before it scored the whole split.
+class EvaluationStopped : public Error {
+ public:
+  EvaluationStopped() : Error("the evaluation was stopped on request before it finished") {}
+};
+
+namespace detail {
+inline void stop_if_asked(const StopCheck& should_stop) {
+  if (should_stop && should_stop()) throw EvaluationStopped();
+}
+}  // namespace detail
+
 struct LossResult {
   double loss = 0;          // mean cross-entropy per target (nats)
   std::size_t targets = 0;  // how many targets were scored
@@ -24,10 +41,11 @@ struct LossResult {
 // The split cut into consecutive non-overlapping windows of `context` tokens: window w predicts
 // tokens[w·T + 1 .. w·T + T] from tokens[w·T .. w·T + T − 1], so every target after the first token
 // is scored exactly once; the last window is shorter when T does not divide the split.
-// Deterministic: the same model and split always give the same number.
+// Deterministic: the same model and split always give the same number. should_stop is asked
+// before every batch.
 template <class Model>
 LossResult evaluate_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t context,
-                         std::size_t batch = 32) {
+                         std::size_t batch = 32, const StopCheck& should_stop = {}) {
   if (context == 0) fail("evaluate_loss: context must be positive");
   if (batch == 0) fail("evaluate_loss: batch must be positive");
   if (tokens.size() < 2) fail("evaluate_loss: the split has ", tokens.size(), " tokens; need at least 2");
@@ -37,6 +55,7 @@ LossResult evaluate_loss(Model& model, const std::vector<TokenId>& tokens, std::
   double total = 0;  // summed loss over targets
   Tokens x, y;
   auto score = [&](std::size_t first_window, std::size_t windows, std::size_t T) {
+    detail::stop_if_asked(should_stop);
     x.resize({windows, T});
     y.resize({windows, T});
     for (std::size_t b = 0; b < windows; ++b) {
@@ -110,10 +129,13 @@ LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& token
 // The mean loss over `iterations` random batches of `batch` windows (nanoGPT's estimate_loss);
 // the sampler is seeded by `seed`, so the estimate is repeatable. With a process group, every
 // process draws the same batches and scores its shard of each (batch_shard); all get the total.
+// should_stop is asked before every batch; with a process group every process passes one (or
+// none) and the group stops when any of them asks.
 template <class Model>
 double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t batch,
                      std::size_t context, std::size_t iterations, std::uint64_t seed,
-                     std::string_view split_name = "split", ProcessGroup* group = nullptr) {
+                     std::string_view split_name = "split", ProcessGroup* group = nullptr,
+                     const StopCheck& should_stop = {}) {
   if (iterations == 0) fail("estimate_loss: iterations must be positive");
   BatchSampler sampler(tokens, batch, context, seed, split_name);
   const auto [first, last] = group != nullptr ? batch_shard(batch, group->rank(), group->size())
@@ -122,6 +144,13 @@ double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size
   Tokens x, y, shard_x, shard_y;
   double total = 0;
   for (std::size_t i = 0; i < iterations; ++i) {
+    if (group == nullptr) {
+      detail::stop_if_asked(should_stop);
+    } else if (should_stop) {
+      double stop = should_stop() ? 1.0 : 0.0;
+      group->sum(&stop, 1);
+      if (stop > 0) throw EvaluationStopped();
+    }
     sampler.sample(x, y);
     if (group == nullptr) {
       total += static_cast<double>(model.loss(x, y));

@@ -67,7 +67,8 @@ class Trainer {
     previous_elapsed_ = elapsed_seconds;
     previous_train_ = train_seconds;
   }
-  // The step of the evaluation a restored state was saved at, so run() does not repeat it.
+  // The step of a restored run's latest evaluation, so run() does not repeat it (a run stopped
+  // during an evaluation was saved at a step it has not evaluated: run() evaluates it first).
   void set_last_evaluated_step(std::int64_t step) { last_evaluated_ = step; }
   double elapsed_seconds() const { return previous_elapsed_ + since(start_); }
   double train_seconds() const { return previous_train_ + train_seconds_; }
@@ -78,36 +79,51 @@ class Trainer {
 
   // Estimated train and val loss at the current step. Each estimate's sampler is seeded from the
   // run's seed and the step, so a resumed run evaluates exactly as an uninterrupted one.
-  EvalRecord evaluate() {
+  // should_stop is asked before every batch (EvaluationStopped).
+  EvalRecord evaluate(const StopCheck& should_stop = {}) {
     const auto s = static_cast<std::uint64_t>(step());
     const std::uint64_t mix = 0x9E3779B97F4A7C15ULL;
     EvalRecord r;
     r.step = step();
     r.train_loss = estimate_loss(model_, data_.train(), config_.batch, config_.context,
-                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split", group_);
+                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split", group_,
+                                 should_stop);
     r.val_loss = estimate_loss(model_, data_.val(), config_.batch, config_.context,
-                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split", group_);
+                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split", group_,
+                               should_stop);
     r.elapsed_seconds = elapsed_seconds();
     r.tokens_per_second = tokens_per_second();
     return r;
   }
 
   // Trains from step() up to config().steps. on_step(StepReport) follows every step;
-  // on_eval(EvalRecord) follows an evaluation at step 0 (unless a restored state was saved
-  // there), every eval_every steps, and at the last step. After each step (and its evaluation)
-  // should_stop() may end the run early; a process group stops when any of its processes asks.
-  // Returns whether every step was taken.
+  // on_eval(EvalRecord) follows an evaluation at step 0, every eval_every steps and at the last
+  // step (one a restored run made is not repeated). should_stop() is asked after every step and
+  // before every batch of an evaluation, and may end the run early there — a stopped evaluation is
+  // abandoned, to be made when the run resumes; a process group stops when any of its processes
+  // asks. Returns whether every step and evaluation was made.
   template <class OnStep, class OnEval, class ShouldStop>
   bool run(OnStep&& on_step, OnEval&& on_eval, ShouldStop&& should_stop) {
     start_ = Clock::now();
-    if (step() == 0 && last_evaluated_ != 0) on_eval(evaluate());
+    const StopCheck stop_check = [&] { return static_cast<bool>(should_stop()); };
+    const auto evaluated = [&] {  // false: stopped during the evaluation
+      try {
+        const EvalRecord r = evaluate(stop_check);
+        last_evaluated_ = r.step;
+        on_eval(r);
+        return true;
+      } catch (const EvaluationStopped&) {
+        return false;
+      }
+    };
+    if (evaluates_at(step()) && last_evaluated_ != step() && !evaluated()) return false;
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
       const StepReport report = train_one_step();
       train_seconds_ += since(t0);
       on_step(StepReport{report.step, report.total, report.loss, report.lr, report.grad_norm, elapsed_seconds(),
                          tokens_per_second()});
-      if (step() % config_.eval_every == 0 || step() == config_.steps) on_eval(evaluate());
+      if (evaluates_at(step()) && !evaluated()) return false;
       double stop = should_stop() ? 1.0 : 0.0;
       if (group_ != nullptr) group_->sum(&stop, 1);
       if (stop > 0 && step() < config_.steps) return false;
@@ -124,6 +140,7 @@ class Trainer {
   static double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
+  bool evaluates_at(std::int64_t step) const { return step % config_.eval_every == 0 || step == config_.steps; }
   double tokens_per_step() const { return static_cast<double>(config_.windows_per_step() * config_.context); }
 
   // The gradient of the step's batches (this process's shard of each), scaled by `weight`: the

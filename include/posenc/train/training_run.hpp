@@ -107,7 +107,8 @@ inline std::vector<EvalRecord> read_eval_log(const std::string& path) {
 struct TrainingCallbacks {
   std::function<void(const StepReport&)> on_step = [](const StepReport&) {};
   std::function<void(const EvalRecord&)> on_eval = [](const EvalRecord&) {};
-  // Asked after every step: true stops the run there, saved (a program's Ctrl-C handler sets it).
+  // Asked after every step and before every batch of an evaluation: true stops the run there,
+  // saved (a program's Ctrl-C handler sets it); a stopped evaluation is made when the run resumes.
   std::function<bool()> should_stop = [] { return false; };
 };
 
@@ -127,7 +128,7 @@ namespace detail {
 // Rank 0's restored training state, copied to the other processes of a data-parallel group.
 template <class Model, class S>
 void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer, std::string& sampler_state,
-                          double& elapsed, double& train) {
+                          double& elapsed, double& train, std::int64_t& last_evaluated) {
   auto& values = model.store().values;
   group.broadcast(values.data(), values.size() * sizeof(S));
   group.broadcast(optimizer.first_moment().data(), optimizer.first_moment().size() * sizeof(S));
@@ -138,6 +139,7 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
   group.broadcast(sampler_state);
   group.broadcast_value(elapsed);
   group.broadcast_value(train);
+  group.broadcast_value(last_evaluated);
 }
 }  // namespace detail
 
@@ -171,6 +173,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
   if (resume) {
     std::string sampler_state;
     double elapsed = 0, train = 0;
+    std::int64_t last_evaluated = -1;
     if (writes) {
       const SafetensorsFile state = read_safetensors(run.optimizer());
       load_optimizer_state(state, trainer.optimizer());
@@ -181,10 +184,12 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
       train = std::stod(detail::metadata_field(state, "train_seconds"));
       for (const EvalRecord& r : read_eval_log(run.log()))
         if (r.step <= step) records.push_back(r);  // drop records written after the saved state
-      if (records.empty() || records.back().step != step) stopped_at = step;
+      if (!records.empty()) last_evaluated = records.back().step;
+      if (last_evaluated != step) stopped_at = step;
     }
-    if (shared) detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train);
-    trainer.set_last_evaluated_step(trainer.step());  // saved at an evaluation or a stop: not evaluated anew
+    if (shared)
+      detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train, last_evaluated);
+    trainer.set_last_evaluated_step(last_evaluated);  // a stop during an evaluation left it to make
     trainer.sampler().rng().set_state(sampler_state);
     trainer.set_previous_time(elapsed, train);
   }
@@ -208,6 +213,7 @@ std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, cons
     }
   };
   auto save = [&](const EvalRecord& r) {
+    if (stopped_at == r.step) stopped_at.reset();  // stopped in this evaluation: its checkpoint is an evaluation's now
     records.push_back(r);
     if (writes) save_state(r.step);
     callbacks.on_eval(r);
