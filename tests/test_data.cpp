@@ -118,7 +118,7 @@ TEST_CASE("evaluate_loss scores every target once in non-overlapping windows") {
   CHECK_THROWS_WITH(evaluate_loss(model, std::vector<TokenId>{1}, 5), Catch::Contains("need at least 2"));
 }
 
-TEST_CASE("evaluate_loss and estimate_loss ask should_stop before every batch and throw EvaluationStopped") {
+TEST_CASE("every evaluation asks should_stop before each batch and throws EvaluationStopped when it says stop") {
   struct BatchCounter {
     int batches = 0;
     float loss(const Tokens&, const Tokens&) {
@@ -137,6 +137,31 @@ TEST_CASE("evaluate_loss and estimate_loss ask should_stop before every batch an
     asked = 0;
     CHECK_THROWS_AS(estimate_loss(estimated, tokens, 2, 5, 10, 1, "split", nullptr, stop_after), EvaluationStopped);
     CHECK(estimated.batches == allowed);
+  }
+  // The probes and the sliding windows, on a stand-in model whose forward passes are counted.
+  struct ForwardCounter {
+    int batches = 0;
+    Tensor<double, 3> logits;
+    std::size_t vocab_size() const { return 7; }
+    std::size_t max_context() const { return 64; }
+    const Tensor<double, 3>& forward(const Tokens& x) {
+      ++batches;
+      logits = xt::zeros<double>({x.shape()[0], x.shape()[1], vocab_size()});
+      return logits;
+    }
+  };
+  for (const int allowed : {0, 2}) {
+    int asked = 0;
+    const StopCheck stop_after = [&] { return asked++ == allowed; };
+    ForwardCounter sliding, by_position, copying;
+    CHECK_THROWS_AS(evaluate_loss_sliding(sliding, tokens, 8, 4, 16, stop_after), EvaluationStopped);
+    CHECK(sliding.batches == allowed);
+    asked = 0;
+    CHECK_THROWS_AS(per_position_loss(by_position, tokens, 8, 2, stop_after), EvaluationStopped);
+    CHECK(by_position.batches == allowed);
+    asked = 0;
+    CHECK_THROWS_AS(copy_probe(copying, tokens, 4, 20, 2, stop_after), EvaluationStopped);
+    CHECK(copying.batches == allowed);
   }
   BatchCounter never_stopped;
   CHECK(evaluate_loss(never_stopped, tokens, 5, 2, [] { return false; }).targets == 199);

@@ -199,10 +199,12 @@ int main(int argc, char** argv) {
                 planned - pending.size(), pending.size(), world.size() > 1 ? world.size() : jobs,
                 world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());
     std::fflush(stdout);
+    // for the training and for the evaluations after it, which can take long on their own (records()
+    // adds a new --extrapolate length to every finished run); under mpirun, mpirun's own handling
+    if (world.size() == 1) examples::stop_on_signals();
     if (!pending.empty() || world.size() > 1) {
       study::StudyProgress progress(planned, planned - pending.size(), runner.steps_to_train(pending),
                                     world.size() == 1);
-      if (world.size() == 1) examples::stop_on_signals();  // under mpirun, mpirun's own handling
 #if POSENC_WITH_MPI
       if (world.size() > 1) {
         try {

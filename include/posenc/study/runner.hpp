@@ -29,6 +29,7 @@
 #include "posenc/study/record.hpp"
 #include "posenc/train/any_model.hpp"
 #include "posenc/train/run_config.hpp"
+#include "posenc/train/stop_check.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
@@ -217,7 +218,7 @@ class StudyRunner {
   // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
   // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
   // the method and factor replaced). Whether it evaluated anything (the checkpoint is read only then).
-  // should_stop is asked before each length and distance (EvaluationStopped).
+  // should_stop is asked before every batch (EvaluationStopped).
   bool evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
@@ -255,19 +256,18 @@ class StudyRunner {
                  (e.contains("per_position") && e["per_position"]["bins"].size() == std::min(bins, L));
         };
         if (entry != nullptr && has_bins(*entry)) continue;
-        detail::stop_if_asked(should_stop);
         AnyModel& m = model_under(scaling);
         if (entry == nullptr) {
-          record.extrapolation.push_back(keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2))));
+          record.extrapolation.push_back(
+              keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2), should_stop)));
           entry = &record.extrapolation.back();
         }
-        if (!has_bins(*entry)) (*entry)["per_position"] = per_position_at_length(m, val, L, bins);
+        if (!has_bins(*entry)) (*entry)["per_position"] = per_position_at_length(m, val, L, bins, should_stop);
       }
       for (std::size_t n : design_.copy_probe) {
         nlohmann::json* entry = record.copy_probe_at(n, scaling);
         if (entry != nullptr && entry->at("segments").get<std::size_t>() == design_.copy_segments) continue;
-        detail::stop_if_asked(should_stop);
-        nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments));
+        nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments, should_stop));
         if (entry != nullptr) *entry = std::move(row);
         else record.copy_probe.push_back(std::move(row));
       }

@@ -23,6 +23,7 @@
 #include "posenc/model/generation.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/process_group.hpp"
+#include "posenc/train/stop_check.hpp"
 #include "posenc/train/init_from.hpp"
 #include "posenc/train/position_probes.hpp"
 #include "posenc/train/training_run.hpp"
@@ -43,7 +44,7 @@ class AnyModel {
   virtual LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch,
                                    const StopCheck& should_stop = {}) = 0;
   virtual LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
-                                           std::size_t stride) = 0;
+                                           std::size_t stride, const StopCheck& should_stop = {}) = 0;
   virtual double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                                std::size_t iterations, std::uint64_t seed, std::string_view split_name) = 0;
   virtual void load_parameters(const SafetensorsFile& file) = 0;
@@ -51,8 +52,10 @@ class AnyModel {
   virtual void initialize_from(const SafetensorsFile& file, const CheckpointInfo& source) = 0;
   virtual std::vector<TokenId> generate(const std::vector<TokenId>& prompt, std::size_t count,
                                         const SamplingOptions& options) = 0;
-  virtual PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length) = 0;
-  virtual CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments) = 0;
+  virtual PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length,
+                                         const StopCheck& should_stop = {}) = 0;
+  virtual CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
+                               const StopCheck& should_stop = {}) = 0;
   // Whether the policy turns q and k (RoPE's kin), and the base and stretch it turns them with.
   virtual bool rotary() const = 0;
   virtual const RopeScaling& rope_scaling() const = 0;
@@ -69,11 +72,13 @@ class ModelOf final : public AnyModel {
   std::size_t parameter_count() const override { return model_.parameter_count(); }
   std::size_t max_context() const override { return model_.max_context(); }
   bool context_bounded_by_position_table() const override { return model_.context_bounded_by_position_table(); }
-  PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length) override {
-    return posenc::per_position_loss(model_, tokens, length);
+  PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length,
+                                 const StopCheck& should_stop = {}) override {
+    return posenc::per_position_loss(model_, tokens, length, 8, should_stop);
   }
-  CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments) override {
-    return posenc::copy_probe(model_, tokens, distance, segments);
+  CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
+                       const StopCheck& should_stop = {}) override {
+    return posenc::copy_probe(model_, tokens, distance, segments, 8, should_stop);
   }
   bool rotary() const override { return Model::rotary; }
   const RopeScaling& rope_scaling() const override { return model_.config().rope; }
@@ -86,9 +91,9 @@ class ModelOf final : public AnyModel {
                            const StopCheck& should_stop = {}) override {
     return posenc::evaluate_loss(model_, tokens, context, batch, should_stop);
   }
-  LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length,
-                                   std::size_t stride) override {
-    return posenc::evaluate_loss_sliding(model_, tokens, length, stride);
+  LossResult evaluate_loss_sliding(const std::vector<TokenId>& tokens, std::size_t length, std::size_t stride,
+                                   const StopCheck& should_stop = {}) override {
+    return posenc::evaluate_loss_sliding(model_, tokens, length, stride, 4096, should_stop);
   }
   double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                        std::size_t iterations, std::uint64_t seed, std::string_view split_name) override {
@@ -154,9 +159,9 @@ std::unique_ptr<AnyModel> make_any_model(const ModelShape& shape, const ModelCon
 
 // The validation loss at one evaluation length in both protocols, as a JSON row {length, stride,
 // non_overlapping, sliding}; a length past what the model accepts (a learned table's rows) gives
-// nulls and a note saying why — never a clipped number.
+// nulls and a note saying why — never a clipped number. should_stop is asked before every batch.
 inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t length,
-                                         std::size_t stride) {
+                                         std::size_t stride, const StopCheck& should_stop = {}) {
   nlohmann::json row = {{"length", length}, {"stride", stride}};
   const std::size_t targets = tokens.empty() ? 0 : tokens.size() - 1;
   const auto not_applicable = [&](const std::string& why) {
@@ -173,17 +178,18 @@ inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<Toke
   if (length > targets)  // one window of the whole split would be a shorter length in disguise
     return not_applicable("the split has only " + std::to_string(targets) + " targets");
   // Batches of about 4,096 tokens, as the sliding protocol uses.
-  row["non_overlapping"] = model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length)).loss;
-  row["sliding"] = model.evaluate_loss_sliding(tokens, length, stride).loss;
+  row["non_overlapping"] =
+      model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length), should_stop).loss;
+  row["sliding"] = model.evaluate_loss_sliding(tokens, length, stride, should_stop).loss;
   return row;
 }
 
 // The mean loss by position in windows of `length` (per_position_loss) over `bins` ranges of
-// positions, as JSON {windows, bins: [{first, last, loss}]}.
+// positions, as JSON {windows, bins: [{first, last, loss}]}. should_stop is asked before every batch.
 inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<TokenId>& tokens,
-                                             std::size_t length, std::size_t bins) {
+                                             std::size_t length, std::size_t bins, const StopCheck& should_stop = {}) {
   if (bins == 0) fail("per-position loss: the number of bins must be positive");
-  const PositionLoss by_position = model.per_position_loss(tokens, length);
+  const PositionLoss by_position = model.per_position_loss(tokens, length, should_stop);
   nlohmann::json rows = nlohmann::json::array();
   for (const PositionLoss::Bin& b : by_position.binned(bins))
     rows.push_back({{"first", b.first}, {"last", b.last}, {"loss", b.loss}});
@@ -192,14 +198,14 @@ inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<
 
 // The copy probe at one distance as a JSON row {distance, segments, first_copy_loss,
 // first_copy_sd, second_copy_loss, second_copy_sd, drop, drop_sd}; {distance, segments, note} when
-// the model cannot take the 2 × distance positions it needs.
+// the model cannot take the 2 × distance positions it needs. should_stop is asked before every batch.
 inline nlohmann::json copy_probe_at(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t distance,
-                                    std::size_t segments) {
+                                    std::size_t segments, const StopCheck& should_stop = {}) {
   if (2 * distance > model.max_context())
     return {{"distance", distance}, {"segments", segments},
             {"note", "not applicable: needs " + std::to_string(2 * distance) + " positions; the model accepts " +
                          std::to_string(model.max_context())}};
-  const CopyProbe p = model.copy_probe(tokens, distance, segments);
+  const CopyProbe p = model.copy_probe(tokens, distance, segments, should_stop);
   return {{"distance", distance},
           {"segments", p.segments},
           {"first_copy_loss", p.first_copy_loss},

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -14,24 +13,9 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/train/process_group.hpp"
+#include "posenc/train/stop_check.hpp"
 
 namespace posenc {
-
-// Asked between the batches of a long evaluation (a program's Ctrl-C handler sets what it reads):
-// true abandons the evaluation, which throws EvaluationStopped. An empty one is never asked.
-using StopCheck = std::function<bool()>;
-
-// What an evaluation throws when its StopCheck asked it to stop before it scored the whole split.
-class EvaluationStopped : public Error {
- public:
-  EvaluationStopped() : Error("the evaluation was stopped on request before it finished") {}
-};
-
-namespace detail {
-inline void stop_if_asked(const StopCheck& should_stop) {
-  if (should_stop && should_stop()) throw EvaluationStopped();
-}
-}  // namespace detail
 
 struct LossResult {
   double loss = 0;          // mean cross-entropy per target (nats)
@@ -76,10 +60,12 @@ LossResult evaluate_loss(Model& model, const std::vector<TokenId>& tokens, std::
 // scores all of its L targets; each later window, starting `stride` tokens after the previous one,
 // scores only the targets no earlier window scored — so every target after the first window is
 // predicted from at least L − stride tokens of context. Every target of the split is scored once.
-// Windows are batched so that a forward pass holds about `tokens_per_batch` tokens.
+// Windows are batched so that a forward pass holds about `tokens_per_batch` tokens; should_stop is
+// asked before every batch.
 template <class Model>
 LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& tokens, std::size_t L,
-                                 std::size_t stride, std::size_t tokens_per_batch = 4096) {
+                                 std::size_t stride, std::size_t tokens_per_batch = 4096,
+                                 const StopCheck& should_stop = {}) {
   if (L == 0) fail("evaluate_loss_sliding: window length must be positive");
   if (stride == 0 || stride > L) fail("evaluate_loss_sliding: stride ", stride, " must lie in [1, ", L, "]");
   if (tokens.size() < 2) fail("evaluate_loss_sliding: the split has ", tokens.size(), " tokens; need at least 2");
@@ -101,6 +87,7 @@ LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& token
   std::size_t counted = 0;
   Tokens x;
   for (std::size_t w0 = 0; w0 < windows.size(); w0 += batch) {
+    detail::stop_if_asked(should_stop);
     const std::size_t B = std::min(batch, windows.size() - w0);
     x.resize({B, L});
     for (std::size_t b = 0; b < B; ++b)

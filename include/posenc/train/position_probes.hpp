@@ -10,6 +10,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/tensor.hpp"
+#include "posenc/train/stop_check.hpp"
 
 namespace posenc {
 
@@ -40,7 +41,7 @@ inline std::pair<double, double> mean_and_sd(const std::vector<double>& x) {
 // The mean loss at each position t of a window of `length` tokens: the split cut into its
 // non-overlapping full windows (a shorter last one is left out, so every position is averaged
 // over the same windows), window w predicting tokens[w·L + t + 1] from tokens[w·L … w·L + t].
-// A rise past the trained context shows where it starts.
+// A rise past the trained context shows where it starts. should_stop is asked before every batch.
 struct PositionLoss {
   std::size_t length = 0;
   std::size_t windows = 0;         // how many windows each position is averaged over
@@ -71,7 +72,7 @@ struct PositionLoss {
 
 template <class Model>
 PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t length,
-                               std::size_t batch = 8) {
+                               std::size_t batch = 8, const StopCheck& should_stop = {}) {
   if (length == 0 || batch == 0) fail("per_position_loss: the length and the batch must be positive");
   if (length > model.max_context())
     fail("per_position_loss: a window of ", length, " tokens exceeds the model's maximum context ",
@@ -83,6 +84,7 @@ PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens,
   const std::size_t V = model.vocab_size();
   Tokens x;
   for (std::size_t w0 = 0; w0 < windows; w0 += batch) {
+    detail::stop_if_asked(should_stop);
     const std::size_t B = std::min(batch, windows - w0);
     x.resize({B, length});
     for (std::size_t b = 0; b < B; ++b)
@@ -101,6 +103,7 @@ PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens,
 // the first's (the same tokens, predicted without the copy to read) measures whether the model
 // retrieves from n back: a model that does drops towards 0, one that cannot reach that far shows
 // no drop. Segments start evenly over the split; each figure is a mean over them with its spread.
+// should_stop is asked before every batch.
 struct CopyProbe {
   std::size_t distance = 0;
   std::size_t segments = 0;
@@ -111,7 +114,7 @@ struct CopyProbe {
 
 template <class Model>
 CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
-                     std::size_t batch = 8) {
+                     std::size_t batch = 8, const StopCheck& should_stop = {}) {
   if (distance < 2) fail("copy_probe: the distance must be at least 2, got ", distance);
   if (segments == 0 || batch == 0) fail("copy_probe: the segments and the batch must be positive");
   const std::size_t length = 2 * distance;
@@ -125,6 +128,7 @@ CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size
   std::vector<double> first(segments), second(segments), drop(segments);
   Tokens x;
   for (std::size_t s0 = 0; s0 < segments; s0 += batch) {
+    detail::stop_if_asked(should_stop);
     const std::size_t B = std::min(batch, segments - s0);
     x.resize({B, length});
     for (std::size_t b = 0; b < B; ++b)
