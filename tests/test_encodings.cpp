@@ -179,7 +179,7 @@ TEST_CASE("with_policy maps every runtime name onto its policy class") {
                         Catch::Contains("nope, learned, sinusoidal, rope, alibi, alibi-single"));
 }
 
-TEST_CASE("RoPE options: interleaved pairs 2i with 2i+1; partial rotates only its first dimensions") {
+TEST_CASE("RoPE options: interleaved pairs 2i with 2i+1, partial rotates only its first dimensions") {
   ParameterTable table;
   ParameterStore<double> store(std::make_shared<ParameterTable>());
   RoPEInterleaved::Attention<double, 1, 4> interleaved(table, "", 8);

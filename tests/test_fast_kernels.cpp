@@ -455,7 +455,7 @@ TEST_CASE("/proc/stat's busy time is summed over the CPUs this process may use")
   CHECK_FALSE(detail::busy_ticks("cpu0 1 2 3\n", {0}).has_value());         // too few fields
 }
 
-TEST_CASE("a fixed thread count is never adapted; POSENC_NUM_THREADS fixes an adaptive one") {
+TEST_CASE("a fixed thread count is never adapted, and POSENC_NUM_THREADS fixes an adaptive one") {
   ThreadCounts restore;
   set_num_threads(2);
   CHECK_FALSE(adaptive_thread_ceiling().has_value());

@@ -95,7 +95,7 @@ TEST_CASE("gelu_forward is the tanh approximation and gelu_backward matches fini
   CHECK(gradient_relative_error(inp, dinp, f) < gradient_tolerance);
 }
 
-TEST_CASE("embedding_forward looks up tokens and positions; embedding_backward matches finite differences") {
+TEST_CASE("embedding_forward looks up tokens and positions, and embedding_backward matches finite differences") {
   const std::size_t B = 2, T = 3, C = 4, V = 5;
   const std::vector<TokenId> tokens = {4, 0, 4, 1, 2, 3};
   Vec wte = random_vector(V * C, 11), wpe = random_vector(T * C, 12);
@@ -117,7 +117,7 @@ TEST_CASE("embedding_forward looks up tokens and positions; embedding_backward m
                     Catch::Contains("token id 5") && Catch::Contains("vocabulary [0, 5)"));
 }
 
-TEST_CASE("cross_entropy_forward is the mean negative log-likelihood; backward matches finite differences") {
+TEST_CASE("cross_entropy_forward is the mean negative log-likelihood, and its backward matches finite differences") {
   const std::size_t N = 4, V = 5;
   Vec logits = random_vector(N * V, 14, 3.0);
   const std::vector<TokenId> targets = {0, 4, 2, 2};

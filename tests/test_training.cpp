@@ -325,7 +325,7 @@ TEST_CASE("a run asked to stop saves the step it is at, and resumes to the unint
   std::filesystem::remove_all(base);
 }
 
-TEST_CASE("a stop in an evaluation abandons it at once; the resumed run makes it, to the uninterrupted run's bits") {
+TEST_CASE("a stop in an evaluation abandons it at once, and the resumed run makes it to the uninterrupted run's bits") {
   const CharDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 9;
