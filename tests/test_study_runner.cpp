@@ -483,12 +483,16 @@ TEST_CASE("a grid study runs every variant and seed at every setting, and its su
   CHECK(counter.steps == 0);
 }
 
-// Asks the runs to stop once any of them reaches a step, as Ctrl-C would.
+// Asks the runs to stop once any of them reaches a step (or, with after_estimates, once the
+// estimates at that step are made), as Ctrl-C would.
 class StopAt final : public StudyObserver {
  public:
-  explicit StopAt(std::int64_t step) : step_(step) {}
+  explicit StopAt(std::int64_t step, bool after_estimates = false) : step_(step), after_estimates_(after_estimates) {}
   void step(std::size_t, const StepReport& r) override {
-    if (r.step >= step_) stop_ = true;
+    if (!after_estimates_ && r.step >= step_) stop_ = true;
+  }
+  void eval(std::size_t, const EvalRecord& r) override {
+    if (after_estimates_ && r.step >= step_) stop_ = true;
   }
   bool stop_requested() override { return stop_; }
   void finished(std::size_t, RunEnd end, const std::string&, std::int64_t) override { ends.push_back(end); }
@@ -496,6 +500,7 @@ class StopAt final : public StudyObserver {
 
  private:
   std::int64_t step_;
+  bool after_estimates_;
   std::atomic<bool> stop_{false};
 };
 
@@ -525,23 +530,6 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   check_same_numbers(*load_record(runner.paths().record(runner.plan()[0])),
                      *load_record(reference.paths().record(reference.plan()[0])));
 }
-
-// Asks to stop once the run's estimates at `step` are made: at a run's last step, in the
-// evaluation after training.
-class StopAfterEstimate final : public StudyObserver {
- public:
-  explicit StopAfterEstimate(std::int64_t step) : step_(step) {}
-  void eval(std::size_t, const EvalRecord& r) override {
-    if (r.step >= step_) stop_ = true;
-  }
-  bool stop_requested() override { return stop_; }
-  void finished(std::size_t, RunEnd end, const std::string&, std::int64_t) override { ends.push_back(end); }
-  std::vector<RunEnd> ends;
-
- private:
-  std::int64_t step_;
-  std::atomic<bool> stop_{false};
-};
 
 TEST_CASE("a stop in a run's last estimate or in its evaluation after training saves it, and it resumes exactly") {
   ThreadCounts restore;
@@ -578,7 +566,7 @@ TEST_CASE("a stop in a run's last estimate or in its evaluation after training s
   }
   SECTION("asked after the last estimate, during the full passes and extrapolation") {
     TempDir dir("study-runner-stopped-final-evaluation");
-    StopAfterEstimate stop(6);
+    StopAt stop(6, /*after_estimates=*/true);  // the last step's: the trainer is done
     stopped_then_resumed(dir, stop);
     CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
   }
