@@ -23,9 +23,9 @@
 #include "posenc/model/generation.hpp"
 #include "posenc/train/evaluation.hpp"
 #include "posenc/train/process_group.hpp"
-#include "posenc/train/stop_check.hpp"
 #include "posenc/train/init_from.hpp"
 #include "posenc/train/position_probes.hpp"
+#include "posenc/train/stop_check.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {

@@ -41,7 +41,7 @@ inline std::pair<double, double> mean_and_sd(const std::vector<double>& x) {
 // The mean loss at each position t of a window of `length` tokens: the split cut into its
 // non-overlapping full windows (a shorter last one is left out, so every position is averaged
 // over the same windows), window w predicting tokens[w·L + t + 1] from tokens[w·L … w·L + t].
-// A rise past the trained context shows where it starts. should_stop is asked before every batch.
+// A rise past the trained context shows where it starts.
 struct PositionLoss {
   std::size_t length = 0;
   std::size_t windows = 0;         // how many windows each position is averaged over
@@ -70,6 +70,7 @@ struct PositionLoss {
   }
 };
 
+// should_stop is asked before every batch.
 template <class Model>
 PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t length,
                                std::size_t batch = 8, const StopCheck& should_stop = {}) {
@@ -103,7 +104,6 @@ PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens,
 // the first's (the same tokens, predicted without the copy to read) measures whether the model
 // retrieves from n back: a model that does drops towards 0, one that cannot reach that far shows
 // no drop. Segments start evenly over the split; each figure is a mean over them with its spread.
-// should_stop is asked before every batch.
 struct CopyProbe {
   std::size_t distance = 0;
   std::size_t segments = 0;
@@ -112,6 +112,7 @@ struct CopyProbe {
   double drop = 0, drop_sd = 0;                     // first − second, per segment
 };
 
+// should_stop is asked before every batch.
 template <class Model>
 CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
                      std::size_t batch = 8, const StopCheck& should_stop = {}) {
