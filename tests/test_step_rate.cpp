@@ -1,10 +1,12 @@
-// Tests of the example programs' StepRate: the seconds per step behind a study's ETA.
+// Tests of the example programs' StepRate and eta_seconds: the ETA of the study and of shakespeare train.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <optional>
 
 #include "../examples/common/step_rate.hpp"
 
+using examples::eta_seconds;
 using examples::StepRate;
 
 TEST_CASE("StepRate: the rate of the last window, a pause and a slow start forgotten once they are older") {
@@ -37,4 +39,11 @@ TEST_CASE("StepRate: steps closer together than a second are not each kept, and 
   idle.add(0, 5);
   idle.add(20, 5);
   CHECK_FALSE(idle.seconds_per_step());
+}
+
+TEST_CASE("eta_seconds: none for the first steps, then the recent rate, else the average, times the steps left") {
+  CHECK_FALSE(eta_seconds(examples::min_steps_for_eta - 1, 100, 50.0, 0.5));
+  CHECK(*eta_seconds(20, 100, 40.0, 0.5) == Approx(50.0));  // the recent rate wins
+  CHECK(*eta_seconds(20, 100, 40.0, std::nullopt) == Approx(200.0));  // 2 s a step on average
+  CHECK(*eta_seconds(20, -5, 40.0, 0.5) == 0.0);  // past the planned steps: nothing left
 }

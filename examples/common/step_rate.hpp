@@ -1,6 +1,7 @@
-// StepRate: seconds per step over the recent past, for an ETA that follows the machine's present speed.
+// StepRate and eta_seconds(): seconds per step over the recent past, for an ETA that follows the present speed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -35,5 +36,16 @@ class StepRate {
   std::deque<std::pair<double, std::int64_t>> samples_;
   std::pair<double, std::int64_t> last_{0.0, 0};
 };
+
+// The time `remaining` more steps take: at the recent rate when there is one, else at the average
+// of the `done` steps over `elapsed` seconds (evaluations included, as they recur). None before
+// min_steps_for_eta steps: the first ones follow the start's evaluation and would count it per step.
+inline constexpr std::int64_t min_steps_for_eta = 10;
+inline std::optional<double> eta_seconds(std::int64_t done, std::int64_t remaining, double elapsed,
+                                         std::optional<double> recent_seconds_per_step) {
+  if (done < min_steps_for_eta) return std::nullopt;
+  const double per_step = recent_seconds_per_step.value_or(elapsed / static_cast<double>(done));
+  return per_step * static_cast<double>(std::max<std::int64_t>(0, remaining));
+}
 
 }  // namespace examples

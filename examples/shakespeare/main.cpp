@@ -206,13 +206,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                        : "",
                 out.c_str());
   Progress progress(stdout, /*redraw=*/group == nullptr);
-  const double tokens_per_step = static_cast<double>(config.train.batch * config.train.context);
   posenc::TrainingCallbacks callbacks;
-  callbacks.on_step = [&](const posenc::StepReport& r) {
-    const double eta =
-        r.tokens_per_second > 0 ? static_cast<double>(r.total - r.step) * tokens_per_step / r.tokens_per_second : 0.0;
-    progress.step(r, eta);
-  };
+  callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(r); };
   callbacks.on_eval = [&](const posenc::EvalRecord& r) { progress.eval(r); };
   if (!root) callbacks = {};  // rank 0 reports for the group
   callbacks.should_stop = examples::stop_requested;

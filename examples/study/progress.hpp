@@ -74,21 +74,18 @@ class StudyProgress final : public posenc::StudyObserver {
 
  private:
   using Clock = std::chrono::steady_clock;
-  static constexpr std::int64_t min_steps_for_eta = 10;
   struct Worker {
     std::string id;
     std::int64_t step = 0, total = 0;
   };
   double seconds_since_start() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   // At the recent rate of the steps trained here; at the average since the start when there is
-  // none yet, or when the runs are trained by other ranks (reported only as they finish). None
-  // before a few steps: the first ones follow the start's evaluation and would count it per step.
+  // none yet, or when the runs are trained by other ranks (reported only as they finish).
   std::string eta() const {
-    if (steps_done_ < min_steps_for_eta || remaining_steps_ == 0) return "?";
-    const auto recent = trained_elsewhere_ ? std::nullopt : rate_.seconds_per_step();
-    const double per_step = recent.value_or(seconds_since_start() / static_cast<double>(steps_done_));
-    return examples::format_duration(per_step *
-                                     static_cast<double>(std::max<std::int64_t>(0, remaining_steps_ - steps_done_)));
+    if (remaining_steps_ == 0) return "?";
+    const auto seconds = examples::eta_seconds(steps_done_, remaining_steps_ - steps_done_, seconds_since_start(),
+                                               trained_elsewhere_ ? std::nullopt : rate_.seconds_per_step());
+    return seconds ? examples::format_duration(*seconds) : "?";
   }
   void line(const std::string& text) {
     if (dirty_) std::fputc('\n', stdout);
