@@ -212,6 +212,57 @@ TEST_CASE("a data-parallel run resumed from rank 0's files continues as one proc
   std::filesystem::remove_all(base);
 }
 
+TEST_CASE("a stop one process asks for during an evaluation stops the group there, and the group resumes it") {
+  using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
+  set_num_threads(1);
+  const CharDataset data(corpus());
+  const TrainConfig config{.steps = 6, .batch = 4, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 4,
+                           .seed = 4};
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-data-parallel-stop-in-eval";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5};
+  // Rank 0's records and parameters of a group run.
+  const auto group_run = [&](const RunDirectory& run, bool resume, std::vector<EvalRecord>& records,
+                             std::vector<double>& parameters, std::vector<std::int64_t>* stopped_at = nullptr) {
+    run_group(2, [&](ProcessGroup& g) {
+      Model model(model_config);
+      TrainingCallbacks callbacks;
+      std::int64_t steps_seen = 0;
+      callbacks.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+      if (stopped_at != nullptr && g.rank() == 1) callbacks.should_stop = [&] { return steps_seen == 3; };
+      try {
+        const auto r = run_training(model, data, config, run, resume, callbacks, &g);
+        if (g.rank() == 0) {
+          records = r;
+          parameters.assign(model.parameters().data(), model.parameters().data() + model.parameters().size());
+        }
+      } catch (const Interrupted& e) {
+        if (stopped_at != nullptr) (*stopped_at)[static_cast<std::size_t>(g.rank())] = e.step();
+      }
+    });
+  };
+  std::vector<EvalRecord> whole, resumed, unused;
+  std::vector<double> whole_parameters, resumed_parameters, unused_parameters;
+  group_run(RunDirectory(base / "whole"), false, whole, whole_parameters);
+
+  // Rank 1 alone asks, once it has taken step 3: inside the evaluation at step 3.
+  std::vector<std::int64_t> stopped_at(2, -1);
+  const RunDirectory split(base / "split");
+  group_run(split, false, unused, unused_parameters, &stopped_at);
+  CHECK(stopped_at == std::vector<std::int64_t>{3, 3});  // both processes, at the same step
+  CHECK(read_eval_log(split.log()).back().step == 0);     // the evaluation at step 3 was abandoned
+
+  group_run(split, true, resumed, resumed_parameters);  // every process makes the evaluation at 3 first
+  REQUIRE(resumed.size() == whole.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    CHECK(resumed[i].step == whole[i].step);
+    // the checkpoint at step 3 holds F32: the resumed run continues from the float-rounded model
+    CHECK(resumed[i].val_loss == Approx(whole[i].val_loss).epsilon(1e-6));
+  }
+  CHECK(max_relative_difference(resumed_parameters, whole_parameters) < 1e-5);
+  std::filesystem::remove_all(base);
+}
+
 TEST_CASE("a batch smaller than the group is refused with a message naming both") {
   using Model = CharTransformer<NoPE, 2, 16, 2>;
   const CharDataset data(corpus());
