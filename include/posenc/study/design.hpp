@@ -143,6 +143,13 @@ inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std:
   return c;
 }
 
+// The training settings of the design's fine-tunes (without a RoPE scaling), which a summary
+// states once for all of them: the first variant's, seed and source left out.
+inline TrainConfig fine_tune_training(const StudyDesign& d) {
+  return run_config(d, {d.variants.front(), 0, d.steps, {}, FineTune{d.fine_tune_context, d.fine_tune_steps}}, "")
+      .train;
+}
+
 // One row of the evaluations after training: a variant's base model under a RoPE scaling (none:
 // the trained angles), or one of its fine-tuned models under the angles it was fine-tuned with.
 struct EvaluatedModel {

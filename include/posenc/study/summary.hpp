@@ -485,8 +485,7 @@ inline nlohmann::json summary_json(const StudySummary& s) {
     nlohmann::json rope = nlohmann::json::array();
     for (const RopeScaling& r : s.design.fine_tune_rope) rope.push_back(r.label());
     const FineTune plain{s.design.fine_tune_context, s.design.fine_tune_steps};
-    const RunConfig tuned = run_config(s.design, {s.design.variants.front(), 0, s.design.steps, {}, plain}, "");
-    fine_tune = {{"context", plain.context}, {"steps", plain.steps}, {"batch", tuned.train.batch},
+    fine_tune = {{"context", plain.context}, {"steps", plain.steps}, {"batch", fine_tune_training(s.design).batch},
                  {"label", plain.label()}, {"rope", rope}};
   }
   return {{"extrapolation", extrapolation},
@@ -646,10 +645,9 @@ inline std::string summary_markdown(const StudySummary& s) {
   };
   std::string fine_tune_sentence;
   if (d.fine_tune_context != 0) {
-    const FineTune plain{d.fine_tune_context, d.fine_tune_steps};
-    const RunConfig tuned = run_config(d, {d.variants.front(), 0, d.steps, {}, plain}, "");
     fine_tune_sentence = " A row 'variant · ft C×N' is the base run's final model fine-tuned at context C for N steps "
-                         "(batch " + std::to_string(tuned.train.batch) + ", the other training settings the base run's)"
+                         "(batch " + std::to_string(fine_tune_training(d).batch) +
+                         ", the other training settings the base run's)"
                          ", '· method ×s' under that RoPE scaling during and after the fine-tune.";
   }
   if (!s.extrapolation.empty()) {
