@@ -531,43 +531,42 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
                      *load_record(reference.paths().record(reference.plan()[0])));
 }
 
-TEST_CASE("a stop in a run's last estimate or in its evaluation after training saves it, and it resumes exactly") {
+TEST_CASE("a stop in a run's last estimate or in its evaluation after training resumes exactly for every policy") {
   ThreadCounts restore;
-  set_num_threads(1);
   StudyDesign d = tiny_design();
-  d.variants = {"rope"};
   d.seeds = {1};
   d.extended_steps = 0;
-  TempDir whole("study-runner-unstopped-evaluation");
   StudyObserver quiet;
   StudyFailures failures;
-  const StudyRunner reference(d, whole.path, corpus(), make_test_model);
-  reference.run(reference.pending(), 1, quiet, failures);
-  REQUIRE(failures.list().empty());
-  const RunSpec& spec = reference.plan()[0];
-
-  const auto stopped_then_resumed = [&](TempDir& dir, StudyObserver& stop) {
-    const StudyRunner runner(d, dir.path, corpus(), make_test_model);
-    runner.run(runner.pending(), 1, stop, failures);
-    CHECK(failures.list().empty());
-    CHECK(runner.pending().size() == 1);  // no record: still to do
-    runner.run(runner.pending(), 1, quiet, failures);
-    REQUIRE(failures.list().empty());
-    const auto resumed = load_record(runner.paths().record(spec));
-    const auto uninterrupted = load_record(reference.paths().record(spec));
-    check_same_numbers(*resumed, *uninterrupted);
-    CHECK(resumed->extrapolation == uninterrupted->extrapolation);
-  };
-  SECTION("asked during the estimate of the last step") {
-    TempDir dir("study-runner-stopped-last-estimate");
-    StopAt stop(6);
-    stopped_then_resumed(dir, stop);
-    CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
-  }
-  SECTION("asked after the last estimate, during the full passes and extrapolation") {
-    TempDir dir("study-runner-stopped-final-evaluation");
-    StopAt stop(6, /*after_estimates=*/true);  // the last step's: the trainer is done
-    stopped_then_resumed(dir, stop);
-    CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
+  for (const int threads : {1, 2}) {
+    for (const std::string& policy : policy_names()) {
+      DYNAMIC_SECTION(policy << " at " << threads << " thread(s)") {
+        set_num_threads(threads);
+        d.variants = {policy};
+        TempDir whole("study-runner-unstopped-evaluation");
+        const StudyRunner reference(d, whole.path, corpus(), make_test_model);
+        reference.run(reference.pending(), 1, quiet, failures);
+        REQUIRE(failures.list().empty());
+        const RunSpec& spec = reference.plan()[0];
+        for (const bool after_estimates : {false, true}) {
+          // false: asked during the estimate of the last step; true: after it (the trainer is
+          // done), during the full passes and the extrapolation
+          INFO("stop asked " << (after_estimates ? "after" : "during") << " the last step's estimate");
+          TempDir dir("study-runner-stopped-evaluation");
+          StopAt stop(6, after_estimates);
+          const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+          runner.run(runner.pending(), 1, stop, failures);
+          CHECK(failures.list().empty());
+          CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
+          CHECK(runner.pending().size() == 1);  // no record: still to do
+          runner.run(runner.pending(), 1, quiet, failures);
+          REQUIRE(failures.list().empty());
+          const auto resumed = load_record(runner.paths().record(spec));
+          const auto uninterrupted = load_record(reference.paths().record(spec));
+          check_same_numbers(*resumed, *uninterrupted);
+          CHECK(resumed->extrapolation == uninterrupted->extrapolation);
+        }
+      }
+    }
   }
 }

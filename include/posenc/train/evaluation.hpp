@@ -133,10 +133,8 @@ double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size
   for (std::size_t i = 0; i < iterations; ++i) {
     if (group == nullptr) {
       detail::stop_if_asked(should_stop);
-    } else if (should_stop) {
-      double stop = should_stop() ? 1.0 : 0.0;
-      group->sum(&stop, 1);
-      if (stop > 0) throw EvaluationStopped();
+    } else if (should_stop && group->any(should_stop())) {
+      throw EvaluationStopped();
     }
     sampler.sample(x, y);
     if (group == nullptr) {

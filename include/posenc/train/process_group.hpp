@@ -25,6 +25,12 @@ class ProcessGroup {
   virtual void broadcast(void* bytes, std::size_t n) = 0;
 
   bool is_root() const { return rank() == 0; }
+  // Whether any process's `mine` is true, on every process (a vote: every process must call it).
+  bool any(bool mine) {
+    double count = mine ? 1.0 : 0.0;
+    sum(&count, 1);
+    return count > 0;
+  }
   void broadcast(std::string& text) {
     std::size_t length = text.size();
     broadcast(&length, sizeof length);

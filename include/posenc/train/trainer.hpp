@@ -124,9 +124,8 @@ class Trainer {
       on_step(StepReport{report.step, report.total, report.loss, report.lr, report.grad_norm, elapsed_seconds(),
                          tokens_per_second()});
       if (evaluates_at(step()) && !evaluated()) return false;
-      double stop = should_stop() ? 1.0 : 0.0;
-      if (group_ != nullptr) group_->sum(&stop, 1);
-      if (stop > 0 && step() < config_.steps) return false;
+      const bool stop = group_ != nullptr ? group_->any(should_stop()) : static_cast<bool>(should_stop());
+      if (stop && step() < config_.steps) return false;
     }
     return true;
   }
