@@ -192,12 +192,17 @@ int main(int argc, char** argv) {
 #endif
     std::filesystem::create_directories(runner.paths().out / "records");
     std::vector<std::size_t> pending = runner.pending();
-    if (summary_only) pending.clear();
     const std::size_t planned = runner.plan().size();
     std::printf("%s\n", examples::compute_summary().c_str());
-    std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d %s × %d thread(s) -> %s\n", planned,
-                planned - pending.size(), pending.size(), world.size() > 1 ? world.size() : jobs,
-                world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());
+    if (summary_only) {
+      std::printf("study: %zu runs in the design, %zu finished; --summary-only: %zu not run -> %s\n", planned,
+                  planned - pending.size(), pending.size(), out.c_str());
+      pending.clear();
+    } else {
+      std::printf("study: %zu runs in the design, %zu finished, %zu to run with %d %s × %d thread(s) -> %s\n",
+                  planned, planned - pending.size(), pending.size(), world.size() > 1 ? world.size() : jobs,
+                  world.size() > 1 ? "MPI rank(s)" : "job(s)", std::max(1, cores / jobs), out.c_str());
+    }
     std::fflush(stdout);
     // for the training and for the evaluations after it, which can take long on their own (records()
     // adds a new --extrapolate length to every finished run); under mpirun, mpirun's own handling

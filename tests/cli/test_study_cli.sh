@@ -48,6 +48,17 @@ else
   failed "rerun: $(head -3 again.log)"
 fi
 
+# --summary-only over a design with a seed not yet run: the summary of the finished runs, and the
+# first line says how many are not (it said "8 finished, 0 to run")
+mkdir -p partial && cp -r whole/records partial/
+if "$bin" "${design[@]/#1,2/1,2,3}" --out partial --summary-only > partial.log 2>&1 &&
+   grep -q "8 runs in the design, 6 finished; --summary-only: 2 not run" partial.log &&
+   grep -q "Missing runs" partial/summary.md; then
+  pass "--summary-only summarizes the finished runs and counts the others as not run"
+else
+  failed "--summary-only: $(head -3 partial.log)"
+fi
+
 # Length extrapolation added to the finished study: no run is trained again, every base run's
 # final model is evaluated at the new lengths.
 if "$bin" "${design[@]}" --out whole --extrapolate 16,32,64 > extrapolate.log 2>&1 &&
