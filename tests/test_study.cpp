@@ -529,3 +529,89 @@ TEST_CASE("a grid's summary compares the variants within each setting and each v
   CHECK(csv.find("\n\"init=pytorch\",rope,3,") != std::string::npos);
   CHECK(grid_summary_json(g)["across"][0]["paired_t_test"]["df"] == 2);
 }
+
+TEST_CASE("listed grid points: the study's own settings, then each point's settings together, not crossed") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2};
+  d.extended_steps = 0;
+  d.grid_list = {parse_grid_point("dropout=0.1"), parse_grid_point("  lr-schedule=cosine\twarmup_steps=100 ")};
+  CHECK(d.grid_list[1].values == std::vector<std::pair<std::string, std::string>>{{"lr_schedule", "cosine"},
+                                                                                   {"warmup_steps", "100"}});
+  const std::vector<GridPoint> points = study_points(d);
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].values.empty());
+  CHECK(grid_setting_names(d) == std::vector<std::string>{"dropout", "lr_schedule", "warmup_steps"});
+  const std::vector<RunSpec> plan = plan_runs(d);
+  REQUIRE(plan.size() == 12);  // 3 points × 2 seeds × 2 variants
+  CHECK(plan[0].id() == "rope-seed1-steps2000");  // the study's own settings: a plain study's names
+  CHECK(plan[11].id() == "alibi-seed2-steps2000-lr_schedule-cosine-warmup_steps-100");
+  const RunConfig c = run_config(d, plan[11], "digest");
+  CHECK(c.train.schedule.kind == ScheduleKind::cosine);
+  CHECK(c.train.schedule.warmup_steps == 100);
+  CHECK(c.dropout == 0);  // not crossed with the other point
+  CHECK(run_config(d, plan[4], "digest").dropout == 0.1);
+  CHECK_NOTHROW(validate_design(d));
+
+  const auto problem = [&](std::vector<GridPoint> listed, std::vector<GridAxis> crossed = {}) {
+    StudyDesign bad = d;
+    bad.grid_list = std::move(listed);
+    bad.grid = std::move(crossed);
+    try {
+      validate_design(bad);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(problem({parse_grid_point("dropout=0.1")}, {parse_grid_axis("init=normal,pytorch")}) ==
+        "--grid with --grid-point: a grid's points are either crossed (--grid) or listed (--grid-point)");
+  CHECK(problem({parse_grid_point("dropout=0.1"), parse_grid_point("dropout=0.10")}) ==
+        "--grid-point dropout=0.10: the same run configuration as dropout=0.1");
+  CHECK(problem({parse_grid_point("init=normal")}) ==
+        "--grid-point init=normal: the same run configuration as the study's own settings, which it runs anyway");
+  CHECK(problem({parse_grid_point("seed=3")}).find("--grid-point seed: not a setting a grid can cross") == 0);
+  CHECK(problem({parse_grid_point("lr_schedule=cosine")}).empty());
+  // a crossed grid's points may not repeat a configuration either
+  CHECK(problem({}, {parse_grid_axis("dropout=0,0.0")}) ==
+        "--grid dropout=0.0: the same run configuration as dropout=0");
+  CHECK_THROWS_WITH(parse_grid_point("dropout=0.1 dropout=0.2"),
+                    "--grid-point 'dropout=0.1 dropout=0.2': dropout is given twice");
+  CHECK_THROWS_WITH(parse_grid_point("dropout=0,0.1"), Catch::Contains("dropout has one value in a point"));
+  CHECK_THROWS_WITH(parse_grid_point("dropout"), Catch::Contains("'dropout' is not NAME=VALUE"));
+  CHECK_THROWS_WITH(parse_grid_point(" "), "--grid-point: no setting given (NAME=VALUE …)");
+}
+
+TEST_CASE("a listed grid's summary compares each point with the study's own settings, records not shared") {
+  StudyDesign d;
+  d.variants = {"rope"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.grid_list = {parse_grid_point("dropout=0.1"), parse_grid_point("dropout=0.1 init=pytorch")};
+  const std::vector<GridPoint> points = study_points(d);
+  const std::vector<std::vector<double>> val = {{1.50, 1.52, 1.55}, {1.45, 1.49, 1.50}, {1.60, 1.61, 1.66}};
+  std::vector<RunRecord> records;
+  for (std::size_t k = points.size(); k-- > 0;)  // the point with most settings first
+    for (std::uint64_t s = 1; s <= 3; ++s) {
+      RunRecord r = record("rope", s, 2000, val[k][s - 1], val[k][s - 1] - 0.1);
+      r.config = run_config(d, RunSpec{"rope", s, 2000, points[k]}, "test-data");
+      records.push_back(r);
+    }
+  const GridSummary g = summarize_grid(d, records);
+  REQUIRE(g.settings.size() == 3);
+  // each point has its own three records: were a record matched on the point's own settings only,
+  // dropout=0.1 would take the combined point's too
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(g.settings[k].second.variants[0].val == val[k]);
+    CHECK(g.settings[k].second.missing_runs.empty());
+  }
+  REQUIRE(g.across.size() == 2);
+  CHECK(g.across[0].baseline == "the study's settings");
+  CHECK(g.across[0].setting == "dropout=0.1");
+  CHECK(g.across[1].setting == "dropout=0.1 init=pytorch");
+  CHECK(g.across[1].mean_difference == Approx((1.60 + 1.61 + 1.66 - 1.50 - 1.52 - 1.55) / 3));
+  const std::string md = grid_summary_markdown(g);
+  CHECK(md.find("- `dropout=0.1 init=pytorch`") != std::string::npos);
+  CHECK(md.find("## Setting the study's settings") != std::string::npos);
+  CHECK(grid_summary_json(g)["settings"][0]["setting"] == "the study's settings");
+}

@@ -2,6 +2,7 @@
 //   study                      the published design (4 variants × 3 seeds × 2000 steps, + 4000-step runs for seed 1337)
 //   study --variants rope,alibi --seeds 1,2 --steps 300 --extended-steps 0 --out runs/small-study
 //   study --grid init=normal,pytorch --grid grad_clip=none,1 --extended-steps 0 --out runs/grid
+//   study --grid-point init=pytorch --grid-point 'lr_schedule=cosine warmup_steps=100' --extended-steps 0
 //   study --extrapolate 128,256,512,1024 --per-position --copy-probe 64,128,256,512 --extrapolate-rope yarn:8
 //   study --extrapolate 256,512,1024 --fine-tune 512 --fine-tune-steps 200 --fine-tune-rope linear:4,yarn:4
 // Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
@@ -145,6 +146,10 @@ int main(int argc, char** argv) {
                  "NAME=V1,V2,...: run every variant and seed at each value of a training setting, named by its key "
                  "in a run's config.json (lr, lr_schedule, warmup_steps, grad_clip, grad_accum, weight_decay_scope, "
                  "init, tie_weights, dropout, embedding_std, batch, ...; 'none' for no value); several --grid cross");
+  std::vector<std::string> grid_list;
+  app.add_option("--grid-point", grid_list,
+                 "'NAME=VALUE NAME=VALUE ...': run every variant and seed also at these settings together (names as "
+                 "--grid's); each --grid-point is one more setting, compared with the study's own");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& done) {
@@ -175,6 +180,7 @@ int main(int argc, char** argv) {
         posenc::fail(option, ": it sets the fine-tunes; give --fine-tune CONTEXT too");
     run_options.apply();
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
+    for (const std::string& point : grid_list) design.grid_list.push_back(posenc::parse_grid_point(point));
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
@@ -235,7 +241,7 @@ int main(int argc, char** argv) {
         !summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs), examples::stop_requested);
     if (examples::stop_requested()) return interrupted();
     std::string markdown;
-    if (design.grid.empty()) {
+    if (!posenc::has_grid(design)) {
       const posenc::StudySummary summary = posenc::summarize_study(design, records);
       posenc::write_summary(summary, out);
       markdown = posenc::summary_markdown(summary);

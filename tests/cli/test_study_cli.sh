@@ -129,6 +129,20 @@ if "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,t
 else
   failed "--grid: $(tail -5 grid.log)"
 fi
+# Listed grid points: the study's own settings (a plain study's record, copied in, is not trained
+# again) and each point's settings together.
+mkdir -p points/records && cp narrow/records/learned-seed1-steps1.json points/records/
+if "$bin" "${one_step[@]}" --grid-point init=pytorch --grid-point 'dropout=0.1 tie-weights=true' --out points \
+     > points.log 2>&1 && grep -q "3 runs in the design, 1 finished, 2 to run" points.log &&
+   [ -f points/records/learned-seed1-steps1-dropout-0.1-tie_weights-true.json ] &&
+   grep -q "| learned | dropout=0.1 tie_weights=true | 1 |" points/summary.md &&
+   grep -q "## Setting the study's settings" points/summary.md; then
+  pass "--grid-point adds settings that change together, beside the study's own"
+else
+  failed "--grid-point: $(tail -5 points.log)"
+fi
+expect_error "--grid with --grid-point" "either crossed (--grid) or listed (--grid-point)" \
+  "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid-point dropout=0.1 --out bad-grid
 expect_error "a grid over a setting the study owns" "--grid seed: not a setting a grid can cross" \
   "$bin" "${one_step[@]}" --grid seed=1,2 --out bad-grid
 expect_error "a grid value its setting cannot take" "--grid init=xavier" \

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -72,7 +73,31 @@ struct StudyDesign {
   // Settings crossed with the variants and seeds: every run is made at every point of the grid
   // (grid_points), each point's settings applied to `run`. None: one point, `run` itself.
   std::vector<GridAxis> grid;
+  // Or the grid's points listed (settings that change together, not crossed): every run is made at
+  // `run` itself and at each of these points (study_points). Not with `grid`.
+  std::vector<GridPoint> grid_list;
 };
+
+// The settings a study's runs are made at: the crossed grid's points, or `run` itself (the empty
+// point) and then the listed points; one empty point for a study without a grid. The first is the
+// baseline its summary compares the others with.
+inline std::vector<GridPoint> study_points(const StudyDesign& d) {
+  if (d.grid_list.empty()) return grid_points(d.grid);
+  std::vector<GridPoint> points(1);
+  points.insert(points.end(), d.grid_list.begin(), d.grid_list.end());
+  return points;
+}
+
+inline bool has_grid(const StudyDesign& d) { return !d.grid.empty() || !d.grid_list.empty(); }
+
+// Every setting a point of the study sets, once each, in the order they first appear.
+inline std::vector<std::string> grid_setting_names(const StudyDesign& d) {
+  std::vector<std::string> names;
+  for (const GridPoint& point : study_points(d))
+    for (const auto& [name, value] : point.values)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
+}
 
 struct RunSpec {
   std::string variant;
@@ -102,7 +127,7 @@ inline std::vector<FineTune> fine_tunes(const StudyDesign& d, const std::string&
 // × extended seed), then the fine-tunes of each base run.
 inline std::vector<RunSpec> plan_runs(const StudyDesign& d) {
   std::vector<RunSpec> runs;
-  for (const GridPoint& point : grid_points(d.grid)) {
+  for (const GridPoint& point : study_points(d)) {
     for (std::uint64_t seed : d.seeds)
       for (const std::string& v : d.variants) runs.push_back({v, seed, d.steps, point});
     if (d.extended_steps > 0)
@@ -234,6 +259,9 @@ inline void validate_design(const StudyDesign& d) {
   if (!d.extrapolate_rope.empty() && d.extrapolate.empty() && d.copy_probe.empty())
     fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths and the --copy-probe distances; "
          "give either");
+  if (!d.grid.empty() && !d.grid_list.empty())
+    fail("--grid with --grid-point: a grid's points are either crossed (--grid) or listed (--grid-point)");
+  const std::string grid_option = d.grid_list.empty() ? "--grid" : "--grid-point";
   if (d.fine_tune_context == 0) {
     if (!d.fine_tune_rope.empty()) fail("--fine-tune-rope: the scalings apply to fine-tunes; give --fine-tune too");
   } else {
@@ -242,10 +270,10 @@ inline void validate_design(const StudyDesign& d) {
     if (d.fine_tune_steps < 1) fail("--fine-tune-steps ", d.fine_tune_steps, " must be at least 1");
     detail::check_scalings(d.fine_tune_rope, d.variants, "--fine-tune-rope");
     // a fine-tuned record is found at its grid point by its settings, which fine-tuning changes for these
-    for (const GridAxis& axis : d.grid)
+    for (const std::string& name : grid_setting_names(d))
       for (const char* changed : {"batch", "context", "eval_every"})
-        if (axis.name == changed)
-          fail("--grid ", axis.name, " with --fine-tune: the fine-tunes set their own ", axis.name,
+        if (name == changed)
+          fail(grid_option, " ", name, " with --fine-tune: the fine-tunes set their own ", name,
                "; study the two apart");
   }
   for (std::size_t a = 0; a < d.grid.size(); ++a) {
@@ -253,11 +281,19 @@ inline void validate_design(const StudyDesign& d) {
       if (d.grid[b].name == d.grid[a].name) fail("--grid ", d.grid[a].name, ": the setting is given twice");
     detail::reject_repeats(d.grid[a].values, ("--grid " + d.grid[a].name).c_str());
   }
-  // every point: its settings exist and make a configuration that can train for the design's steps
-  for (const GridPoint& point : grid_points(d.grid)) {
-    const LearningRateSchedule schedule = with_setting(d.run, point).train.schedule;
+  // every point: its settings exist, differ from every other point's and make a configuration that
+  // can train for the design's steps
+  std::vector<std::pair<std::string, RunConfig>> made;  // each point's label and configuration
+  for (const GridPoint& point : study_points(d)) {
+    const RunConfig at = with_setting(d.run, point, grid_option);
+    for (const auto& [label, earlier] : made)
+      if (earlier == at)
+        fail(grid_option, " ", point.label(), ": the same run configuration as ",
+             label.empty() ? "the study's own settings, which it runs anyway" : label);
+    made.emplace_back(point.label(), at);
+    const LearningRateSchedule schedule = at.train.schedule;
     if (schedule.depends_on_length() && d.extended_steps != 0)
-      fail(point.values.empty() ? "" : "--grid " + point.label() + ": ", "--extended-steps ", d.extended_steps,
+      fail(point.values.empty() ? "" : grid_option + " " + point.label() + ": ", "--extended-steps ", d.extended_steps,
            ": an extended run continues its seed's base run, which the '",
            schedule_kind_name(schedule.kind),
            "' schedule forbids (it decays over the run's length); pass --extended-steps 0, or study the longer runs "

@@ -61,20 +61,20 @@ inline nlohmann::json grid_value_json(const std::string& value) {
 }
 
 // `run` with the point's settings; an unknown name or a value its setting cannot take is an
-// error naming it as the study's --grid option does.
-inline RunConfig with_setting(const RunConfig& run, const GridPoint& point) {
+// error naming it as the study's `option` (--grid or --grid-point) does.
+inline RunConfig with_setting(const RunConfig& run, const GridPoint& point, std::string_view option = "--grid") {
   if (point.values.empty()) return run;
   nlohmann::json j = to_json(run);
   for (const auto& [name, value] : point.values) {
     if (!grid_may_set(name))
-      fail("--grid ", name, ": not a setting a grid can cross (it may set any key of a run's config.json but ",
+      fail(option, " ", name, ": not a setting a grid can cross (it may set any key of a run's config.json but ",
            "posenc, seed, steps and data, which --variants, --seeds, --steps and --data set)");
     j[name] = grid_value_json(value);
   }
   try {
     return run_config_from_json(j, "the grid point");
   } catch (const Error& e) {
-    fail("--grid ", point.label(), ": ", e.what());
+    fail(option, " ", point.label(), ": ", e.what());
   }
 }
 
@@ -114,6 +114,36 @@ inline GridAxis parse_grid_axis(std::string_view text) {
   }
   if (axis.values.empty()) fail("--grid ", axis.name, ": no value given");
   return axis;
+}
+
+// Parses "NAME=VALUE NAME=VALUE …" (NAME with - or _), one point of a listed grid (--grid-point):
+// settings that change together; the error names what is wrong.
+inline GridPoint parse_grid_point(std::string_view text) {
+  GridPoint point;
+  std::string word;
+  const auto add = [&] {
+    if (word.empty()) return;
+    const std::size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
+      fail("--grid-point '", text, "': '", word, "' is not NAME=VALUE (e.g. --grid-point 'lr_schedule=cosine ",
+           "warmup_steps=100')");
+    std::string name = word.substr(0, eq), value = word.substr(eq + 1);
+    std::replace(name.begin(), name.end(), '-', '_');
+    if (value.find(',') != std::string::npos)
+      fail("--grid-point '", text, "': ", name, " has one value in a point ('", value,
+           "' is several); --grid crosses values");
+    for (const auto& [seen, unused] : point.values)
+      if (seen == name) fail("--grid-point '", text, "': ", name, " is given twice");
+    point.values.emplace_back(std::move(name), std::move(value));
+    word.clear();
+  };
+  for (const char c : text) {
+    if (c == ' ' || c == '\t') add();
+    else word.push_back(c);
+  }
+  add();
+  if (point.values.empty()) fail("--grid-point: no setting given (NAME=VALUE …)");
+  return point;
 }
 
 }  // namespace posenc

@@ -26,7 +26,7 @@ namespace posenc {
 // paired by seed over the seeds both have.
 struct SettingComparison {
   std::string variant;
-  std::string setting, baseline;  // GridPoint::label()
+  std::string setting, baseline;  // setting_label()
   std::vector<std::uint64_t> seeds;
   std::vector<double> val, baseline_val;  // final validation losses, by seed
   double mean_difference = 0;             // mean of val − baseline_val
@@ -40,18 +40,26 @@ struct GridSummary {
   std::vector<SettingComparison> across;                      // each variant at each point but the first
 };
 
+// A point's name in a summary: its settings, or for the empty point of a listed grid the study's own.
+inline std::string setting_label(const GridPoint& point) {
+  return point.values.empty() ? "the study's settings" : point.label();
+}
+
 // The design of one grid point: no grid, the point's settings applied.
 inline StudyDesign design_at(const StudyDesign& design, const GridPoint& point) {
   StudyDesign at = design;
   at.grid.clear();
+  at.grid_list.clear();
   at.run = with_setting(design.run, point);
   return at;
 }
 
-// Whether a record was made at the point: its configuration has the point's value of every axis.
-inline bool made_at(const RunRecord& record, const StudyDesign& at, const GridPoint& point) {
+// Whether a record was made at the design `at` of a point: its configuration has at's value of
+// every setting the grid varies (`names`, grid_setting_names) — also of those the point leaves as
+// they are, so that a listed point's records are not also those of a point with fewer settings.
+inline bool made_at(const RunRecord& record, const StudyDesign& at, const std::vector<std::string>& names) {
   const nlohmann::json made = to_json(record.config), wanted = to_json(at.run);
-  for (const auto& [name, value] : point.values)
+  for (const std::string& name : names)
     if (made.at(name) != wanted.at(name)) return false;
   return true;
 }
@@ -61,11 +69,12 @@ inline bool made_at(const RunRecord& record, const StudyDesign& at, const GridPo
 inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<RunRecord>& records) {
   GridSummary g;
   g.design = design;
-  for (const GridPoint& point : grid_points(design.grid)) {
+  const std::vector<std::string> names = grid_setting_names(design);
+  for (const GridPoint& point : study_points(design)) {
     const StudyDesign at = design_at(design, point);
     std::vector<RunRecord> mine;
     for (const RunRecord& r : records)
-      if (made_at(r, at, point)) mine.push_back(r);
+      if (made_at(r, at, names)) mine.push_back(r);
     g.settings.emplace_back(point, summarize_study(at, mine));
   }
   std::vector<std::optional<double>> p;
@@ -81,8 +90,8 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
     for (std::size_t k = 1; k < g.settings.size(); ++k) {
       SettingComparison c;
       c.variant = variant;
-      c.setting = g.settings[k].first.label();
-      c.baseline = g.settings.front().first.label();
+      c.setting = setting_label(g.settings[k].first);
+      c.baseline = setting_label(g.settings.front().first);
       for (const auto& [seed, val] : by_seed(g.settings[k].second))
         if (const auto it = baseline.find(seed); it != baseline.end()) {
           c.seeds.push_back(seed);
@@ -107,7 +116,7 @@ inline nlohmann::json grid_summary_json(const GridSummary& g) {
   for (const auto& [point, summary] : g.settings) {
     nlohmann::json values = nlohmann::json::object();
     for (const auto& [name, value] : point.values) values[name] = value;
-    settings.push_back({{"setting", point.label()}, {"values", values}, {"summary", summary_json(summary)}});
+    settings.push_back({{"setting", setting_label(point)}, {"values", values}, {"summary", summary_json(summary)}});
   }
   nlohmann::json across = nlohmann::json::array();
   for (const SettingComparison& c : g.across)
@@ -133,7 +142,7 @@ inline std::string grid_summary_csv(const GridSummary& g) {
     std::string line;
     for (bool first = true; std::getline(rows, line); first = false) {
       if (first && !header) continue;
-      out << (first ? "setting" : '"' + point.label() + '"') << ',' << line << '\n';
+      out << (first ? "setting" : '"' + setting_label(point) + '"') << ',' << line << '\n';
     }
     header = false;
   }
@@ -146,9 +155,12 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
   md << "# Grid study summary\n\n";
   for (const GridAxis& axis : g.design.grid)
     md << "- `" << axis.name << "`: " << detail::join(axis.values, ", ") << "\n";
+  for (const GridPoint& point : g.design.grid_list) md << "- `" << point.label() << "`\n";
   md << "\nEvery variant × seed at each of the " << g.settings.size()
-     << " settings. First each variant across the settings, against `" << g.settings.front().first.label()
-     << "` (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
+     << " settings" << (g.design.grid_list.empty() ? "" : " (the study's own and each listed point)")
+     << ". First each variant across the settings, against "
+     << (g.design.grid_list.empty() ? "`" + g.settings.front().first.label() + "`" : "the study's own settings")
+     << " (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
      << "## Each variant across the settings\n\n"
      << "| variant | setting | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
@@ -165,7 +177,7 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
        << detail::p_text(c.p_holm) << " |\n";
   }
   for (const auto& [point, summary] : g.settings) {
-    md << "\n## Setting " << point.label() << "\n\n";
+    md << "\n## Setting " << setting_label(point) << "\n\n";
     // the point's own summary, its headings one level down
     std::istringstream lines(summary_markdown(summary));
     std::string line;
