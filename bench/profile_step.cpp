@@ -1,5 +1,6 @@
 // profile_step: where one training step of the study model spends its time, region by region (profiled()).
-//   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16]   threads from POSENC_NUM_THREADS
+//   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16] [--dropout P]
+//   threads from POSENC_NUM_THREADS
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,11 +16,13 @@
 namespace {
 
 template <class Policy>
-int run(int steps, int warmup, posenc::Precision precision) {
+int run(int steps, int warmup, posenc::Precision precision, double dropout) {
   using namespace posenc;
   StudyTransformer<Policy> model(ModelConfig{.vocab_size = posenc_bench::study_vocab,
                                              .context = posenc_bench::study_context,
+                                             .dropout = dropout,
                                              .precision = precision});
+  if (dropout > 0) model.set_dropout_pass(1);  // masks as a training step's (Trainer sets one per step)
   auto optimizer = AdamW(model);
   Rng rng(7);
   Tokens x({posenc_bench::study_batch, posenc_bench::study_context}), y(x.shape());
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
   std::string policy = "rope";
   int steps = 20, warmup = 3;
   std::string precision_text = "fp32";
+  double dropout = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) {
@@ -76,24 +80,25 @@ int main(int argc, char** argv) {
     else if (arg == "--steps") steps = std::atoi(argv[++i]);
     else if (arg == "--warmup") warmup = std::atoi(argv[++i]);
     else if (arg == "--precision") precision_text = argv[++i];
+    else if (arg == "--dropout") dropout = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision)\n",
+      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision, --dropout)\n",
                    argv[i]);
       return 2;
     }
   }
-  if (steps < 1 || warmup < 0) {
-    std::fprintf(stderr, "profile_step: --steps must be ≥ 1 and --warmup ≥ 0\n");
+  if (steps < 1 || warmup < 0 || !(dropout >= 0 && dropout < 1)) {
+    std::fprintf(stderr, "profile_step: --steps must be ≥ 1, --warmup ≥ 0 and --dropout in [0, 1)\n");
     return 2;
   }
   try {
     const posenc::Precision precision = posenc::parse_precision(precision_text);
-    if (policy == "nope") return run<posenc::NoPE>(steps, warmup, precision);
-    if (policy == "learned") return run<posenc::Learned>(steps, warmup, precision);
-    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup, precision);
-    if (policy == "rope") return run<posenc::RoPE>(steps, warmup, precision);
-    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup, precision);
-    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup, precision);
+    if (policy == "nope") return run<posenc::NoPE>(steps, warmup, precision, dropout);
+    if (policy == "learned") return run<posenc::Learned>(steps, warmup, precision, dropout);
+    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup, precision, dropout);
+    if (policy == "rope") return run<posenc::RoPE>(steps, warmup, precision, dropout);
+    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup, precision, dropout);
+    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup, precision, dropout);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "profile_step: %s\n", e.what());
     return 2;
