@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     else if (arg == "--precision") precision_text = argv[++i];
     else if (arg == "--dropout") dropout = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision, --dropout)\n",
+      std::fprintf(stderr,
+                   "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision, --dropout)\n",
                    argv[i]);
       return 2;
     }

@@ -322,29 +322,36 @@ TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the
   check_model_gradients(tied, x, y, "tied");
 }
 
-TEST_CASE("dropout keeps 1 − p of the elements, scaled by 1/(1 − p), the same mask however it is cut") {
+TEST_CASE("dropout keeps 1 − p of the elements (p to 2^-17), scaled to keep the mean, the same mask however cut") {
   const std::size_t n = 200000;
   std::vector<double> x(n, 1.0);
   const DropoutMask mask{.key = 7, .p = 0.1};
+  CHECK(mask.threshold() == 6554);  // p′ = 6554/65536 = 0.1000061
+  const double p_applied = 6554.0 / 65536.0;
   dropout(x.data(), n, mask);
   std::size_t kept = 0;
-  for (double v : x) {
-    REQUIRE((v == 0.0 || v == Approx(1 / 0.9).epsilon(1e-15)));
-    kept += v != 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    REQUIRE((x[i] == 0.0 || x[i] == Approx(1 / (1 - p_applied)).epsilon(1e-15)));
+    REQUIRE((x[i] != 0.0) == mask.keeps(i));  // a hash for four elements gives each its own bits
+    kept += x[i] != 0.0;
   }
   CHECK(kept / double(n) == Approx(0.9).margin(0.003));  // binomial sd: 0.0007
-  // two halves with their offsets are the whole
-  std::vector<double> halves(n, 1.0);
-  dropout(halves.data(), n / 2, mask);
-  dropout(halves.data() + n / 2, n / 2, mask, n / 2);
-  CHECK(halves == x);
-  // another key or site is another mask; p = 0 changes nothing
+  // pieces with their offsets are the whole, also where a cut splits a group of four
+  for (const std::size_t cut : {n / 2, std::size_t{99999}, std::size_t{6}}) {
+    std::vector<double> pieces(n, 1.0);
+    dropout(pieces.data(), cut, mask);
+    dropout(pieces.data() + cut, 1, mask, cut);
+    dropout(pieces.data() + cut + 1, n - cut - 1, mask, cut + 1);
+    CHECK(pieces == x);
+  }
+  // another key or site is another mask; p = 0 changes nothing; p near 1 still keeps some
   std::vector<double> other(n, 1.0);
   dropout(other.data(), n, mask.at(1));
   CHECK(other != x);
   std::vector<double> none(n, 1.0);
   dropout(none.data(), n, DropoutMask{.key = 7, .p = 0.0});
   CHECK(none == std::vector<double>(n, 1.0));
+  CHECK(DropoutMask{.key = 7, .p = 0.9999999}.scale<double>() == 65536.0);
 }
 
 template <class P>

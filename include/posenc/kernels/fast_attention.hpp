@@ -44,11 +44,8 @@ struct AttentionDropout {
   template <std::floating_point S>
   void apply(S* to, const S* from, std::size_t b, std::size_t h, std::size_t i0, std::size_t rows,
              std::size_t keys, std::size_t T, std::size_t H) const {
-    const S scale = mask.scale<S>();
-    for (std::size_t r = 0; r < rows; ++r) {
-      const std::uint64_t base = (((first_sequence + b) * H + h) * T + i0 + r) * T;
-      for (std::size_t j = 0; j < keys; ++j) to[r * T + j] = mask.keeps(base + j) ? from[r * T + j] * scale : S(0);
-    }
+    for (std::size_t r = 0; r < rows; ++r)
+      mask.apply(to + r * T, from + r * T, keys, (((first_sequence + b) * H + h) * T + i0 + r) * T);
   }
 };
 
