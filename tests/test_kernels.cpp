@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -250,4 +251,16 @@ TEST_CASE("adamw_update follows torch.optim.AdamW step by step") {
   CHECK(m[1] == Approx(0.013299999999999994).epsilon(1e-13));
   CHECK(v[0] == Approx(0.00025989001000000027).epsilon(1e-13));
   CHECK(v[1] == Approx(0.00010491754000000009).epsilon(1e-13));
+}
+
+TEST_CASE("dropout on floats (the AVX2 path where the CPU has it) drops exactly the elements keeps() names") {
+  const DropoutMask mask{.key = 11, .p = 0.3};
+  for (const std::uint64_t first : {0, 1, 3, 5, 17, 1000003})
+    for (const std::size_t n : {0, 1, 15, 16, 17, 33, 100, 1000}) {
+      std::vector<float> from(n), to(n);
+      for (std::size_t i = 0; i < n; ++i) from[i] = 0.5f + static_cast<float>(i);
+      mask.apply(to.data(), from.data(), n, first);
+      for (std::size_t i = 0; i < n; ++i)
+        REQUIRE(to[i] == (mask.keeps(first + i) ? from[i] * mask.scale<float>() : 0.0f));
+    }
 }
