@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -263,4 +264,10 @@ TEST_CASE("dropout on floats (the AVX2 path where the CPU has it) drops exactly 
       for (std::size_t i = 0; i < n; ++i)
         REQUIRE(to[i] == (mask.keeps(first + i) ? from[i] * mask.scale<float>() : 0.0f));
     }
+  // x·m/(1 − p), as PyTorch: a non-finite element stays non-finite, dropped or kept, on either path
+  for (const std::size_t n : {std::size_t{3}, std::size_t{64}}) {
+    std::vector<float> x(n, std::numeric_limits<float>::infinity());
+    mask.apply(x.data(), x.data(), n);
+    for (float v : x) CHECK_FALSE(std::isfinite(v));
+  }
 }
