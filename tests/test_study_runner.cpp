@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -529,6 +530,45 @@ TEST_CASE("a study asked to stop saves its runs in progress, starts no other, an
   reference.run(reference.pending(), 1, quiet, failures);
   check_same_numbers(*load_record(runner.paths().record(runner.plan()[0])),
                      *load_record(reference.paths().record(reference.plan()[0])));
+}
+
+// Dropout reaches every policy's attention kernel (the probabilities are dropped where they are
+// made); its masks follow each (sequence, head), never the thread that computes it. Runs at one
+// thread count are bitwise the same; across thread counts, the policies with trainable bias
+// parameters sum their gradients per thread, so their last bits may differ (FIRE's train loss by
+// 7e-9), while a mask that depended on the thread moved every policy's losses by 4e-7 or more.
+TEST_CASE("with dropout, every policy's run is bitwise the same at 2 threads, has 1 thread's masks, and not none") {
+  ThreadCounts restore;
+  StudyDesign d = tiny_design();
+  d.variants = policy_names();
+  d.seeds = {1};
+  d.extended_steps = 0;
+  d.extrapolate = {};
+  d.run.train.batch = 4;
+  StudyObserver quiet;
+  StudyFailures failures;
+  // Every policy's record, in the plan's order (the same for every study here).
+  const auto records = [&](const std::string& name, double dropout, int threads) {
+    set_num_threads(threads);
+    d.run.dropout = dropout;
+    TempDir dir("study-runner-dropout-" + name);
+    const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+    runner.run(runner.pending(), 1, quiet, failures);
+    REQUIRE(failures.list().empty());
+    std::vector<RunRecord> all;
+    for (const RunSpec& spec : runner.plan()) all.push_back(load_record(runner.paths().record(spec)).value());
+    return all;
+  };
+  const auto two = records("two", 0.3, 2), again = records("again", 0.3, 2);
+  const auto one = records("one", 0.3, 1), none = records("none", 0.0, 2);
+  REQUIRE(two.size() == policy_names().size());
+  for (std::size_t i = 0; i < two.size(); ++i) {
+    INFO(two[i].config.posenc);
+    check_same_numbers(again[i], two[i]);
+    CHECK(one[i].final_train_loss == Approx(two[i].final_train_loss).epsilon(1e-8));
+    CHECK(one[i].final_val_loss == Approx(two[i].final_val_loss).epsilon(1e-8));
+    CHECK(std::abs(none[i].final_val_loss - two[i].final_val_loss) > 1e-4);
+  }
 }
 
 TEST_CASE("a stop in a run's last estimate or in its evaluation after training resumes exactly for every policy") {
