@@ -152,9 +152,9 @@ Moments moments_of(const Values& values) {
 }  // namespace
 
 TEST_CASE("the pytorch initialisation starts each tensor as its PyTorch module or reference code does") {
-  const ModelConfig config{.vocab_size = 65, .context = 32, .seed = 3, .embedding_std = 1.0,
-                           .init = InitScheme::pytorch};
+  const ModelConfig config{.vocab_size = 65, .context = 32, .seed = 3, .init = InitScheme::pytorch};
   RoPETransformer model(config);
+  CHECK(model.config().embedding_std == 1.0);  // the scheme's, not GPT-2's 0.02
   // nn.Linear: weight and bias U(−1/√fan_in, 1/√fan_in), whose variance is bound²/3
   for (const auto& [name, fan_in] : std::vector<std::pair<std::string, double>>{
            {"transformer.h.0.attn.c_attn.weight", 192}, {"transformer.h.1.attn.c_attn.bias", 192},
@@ -170,6 +170,12 @@ TEST_CASE("the pytorch initialisation starts each tensor as its PyTorch module o
   }
   // nn.Embedding N(0, 1); nn.LayerNorm ones and zeros
   CHECK(std::sqrt(moments_of(model.parameter("transformer.wte.weight")).variance) == Approx(1.0).epsilon(0.05));
+  // tied, the one table is nanoGPT's lm_head.weight (wte.weight = lm_head.weight), an nn.Linear's
+  ModelConfig tied_config = config;
+  tied_config.tie_weights = true;
+  const Moments tied = moments_of(RoPETransformer(tied_config).parameter("transformer.wte.weight"));
+  CHECK(tied.max <= 1 / std::sqrt(192.0));
+  CHECK(std::sqrt(tied.variance) == Approx(1 / std::sqrt(3.0 * 192)).epsilon(0.1));
   for (float x : model.parameter("transformer.h.0.ln_1.weight")) REQUIRE(x == 1.0f);
   for (float x : model.parameter("transformer.ln_f.bias")) REQUIRE(x == 0.0f);
 
@@ -702,6 +708,22 @@ TEMPLATE_LIST_TEST_CASE("cached and uncached generation give the same tokens wit
   CHECK_THROWS_WITH(generate(model, {}, 5), Catch::Contains("the prompt is empty"));
   CHECK_THROWS_WITH(generate(model, prompt, 5, {.window = model.max_context() + 1}),
                     Catch::Contains("exceeds the model's maximum context"));
+}
+
+// Dynamic NTK's angles follow the sequence's length: past the trained context every key turns
+// again at each new token, so keys cached at an earlier length (and base) would mix bases.
+TEMPLATE_TEST_CASE("under dynamic NTK, generation recomputes the window, as the uncached reference", "", RoPE, XPos) {
+  const std::size_t V = 9;
+  TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = 6, .max_context = 24, .seed = 26,
+                                        .rope = {.method = RopeScalingMethod::dynamic_ntk, .factor = 4}});
+  perturb_parameters(model, 27);
+  const std::vector<TokenId> prompt = {1, 4, 2};
+  const SamplingOptions cached{.temperature = 0.9, .seed = 3, .use_cache = true};
+  SamplingOptions uncached = cached;
+  uncached.use_cache = false;
+  CHECK(generate(model, prompt, 21, cached) == generate(model, prompt, 21, uncached));
+  auto cache = model.make_cache();
+  CHECK_THROWS_WITH(model.forward_step(1, cache), Catch::Contains("dynamic NTK turns every key again"));
 }
 
 TEMPLATE_LIST_TEST_CASE("past the window, cached generation predicts each token from the context it promises", "",

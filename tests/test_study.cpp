@@ -488,6 +488,17 @@ TEST_CASE("a grid crosses settings, named by config.json's keys, with the varian
   CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: no value given");
 }
 
+TEST_CASE("a grid point's init starts the embeddings at its scheme's std, as --init does, unless it sets one") {
+  RunConfig study;  // normal, 0.02
+  CHECK(with_setting(study, parse_grid_point("init=pytorch")).embedding_std == 1.0);
+  CHECK(with_setting(study, parse_grid_point("init=pytorch embedding_std=0.5")).embedding_std == 0.5);
+  CHECK(with_setting(study, parse_grid_point("dropout=0.1")).embedding_std == init_std);
+  study.init = InitScheme::pytorch;
+  study.embedding_std = 1.0;
+  CHECK(with_setting(study, parse_grid_point("init=normal")).embedding_std == init_std);
+  CHECK(with_setting(study, parse_grid_point("dropout=0.1")).embedding_std == 1.0);
+}
+
 TEST_CASE("a grid's summary compares the variants within each setting and each variant across settings") {
   StudyDesign d;
   d.variants = {"rope", "learned"};

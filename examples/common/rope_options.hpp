@@ -48,7 +48,19 @@ class RopeOptions {
     if (given("--yarn-beta-fast")) scaling.beta_fast = beta_fast_;
     if (given("--yarn-beta-slow")) scaling.beta_slow = beta_slow_;
     if (given("--yarn-attention-factor")) scaling.attention_factor = attention_factor_;
-    if (scaling.method == posenc::RopeScalingMethod::none && !given("--rope-factor")) scaling.factor = 1;
+    using enum posenc::RopeScalingMethod;
+    // an option the method does not read would be recorded and change nothing
+    const auto refuse_unless = [&](const char* option, bool read, const char* readers) {
+      if (given(option) && !read)
+        posenc::fail(option, ": ", readers, " read it, not the scaling '", posenc::rope_scaling_name(scaling.method),
+                     "'", given("--rope-scaling") ? "" : " (give --rope-scaling)");
+    };
+    const bool yarn_method = scaling.method == yarn;
+    refuse_unless("--rope-factor", scaling.method != none, "linear, ntk, dynamic-ntk and yarn");
+    refuse_unless("--rope-original-context", scaling.method == dynamic_ntk || yarn_method, "dynamic-ntk and yarn");
+    for (const char* option : {"--yarn-beta-fast", "--yarn-beta-slow", "--yarn-attention-factor"})
+      refuse_unless(option, yarn_method, "yarn's scaling");
+    if (scaling.method == none) scaling.factor = 1;
     scaling.validate();
     return scaling;
   }

@@ -126,8 +126,7 @@ class RunOptions {
     run_.init = posenc::parse_init_scheme(init_);
     run_.precision = posenc::parse_precision(precision_);
     if (app_.count("--grad-clip") > 0) run_.train.max_grad_norm = grad_clip_;
-    if (run_.init == posenc::InitScheme::pytorch && app_.count("--embedding-std") == 0)
-      run_.embedding_std = posenc::pytorch_embedding_std;
+    if (app_.count("--embedding-std") == 0) run_.embedding_std = posenc::default_embedding_std(run_.init);
   }
   const std::vector<std::string>& names() const { return names_; }
 

@@ -594,7 +594,7 @@ int main(int argc, char** argv) {
       t.run.rope = train_rope.apply(t.run.rope);
       if (!t.run.init_from.checkpoint.empty())
         t.run.rope = posenc::rope_for_fine_tuning(t.run.rope, t.run.init_from.context);
-      if (t.run.rope.changes_anything() && !posenc::rotary_policy(t.run.posenc))
+      if ((train_rope.any_given() || t.run.rope.changes_anything()) && !posenc::rotary_policy(t.run.posenc))
         posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
                      "xpos), not to ", t.run.posenc);
       return train(std::move(t), out, steps_given, world.group().get());

@@ -181,6 +181,11 @@ int main(int argc, char** argv) {
     run_options.apply();
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     for (const std::string& point : grid_list) design.grid_list.push_back(posenc::parse_grid_point(point));
+    if (app.count("--embedding-std") > 0)
+      for (const posenc::GridPoint& point : posenc::study_points(design))
+        if (point.sets("init") && !point.sets("embedding_std"))
+          posenc::fail("--embedding-std with a grid point '", point.label(), "': init there starts the embeddings "
+                       "at its own std (0.02 normal, 1 pytorch); set embedding_std in the point too to keep yours");
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);

@@ -51,6 +51,11 @@ inline constexpr double pytorch_embedding_std = 1.0;
 // Which rule starts a model: Init (normal) or TorchInit (pytorch).
 enum class InitScheme { normal, pytorch };
 
+// The embedding tables' std that belongs to a scheme: GPT-2's 0.02, or nn.Embedding's 1.
+inline constexpr double default_embedding_std(InitScheme scheme) {
+  return scheme == InitScheme::normal ? init_std : pytorch_embedding_std;
+}
+
 inline constexpr std::string_view init_scheme_name(InitScheme scheme) {
   return scheme == InitScheme::normal ? "normal" : "pytorch";
 }

@@ -97,6 +97,7 @@ f = open(sys.argv[2], "rb")
 header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
 meta = header["__metadata__"]
 assert meta["tie_weights"] == "true" and "lm_head.weight" not in header, meta
+assert (meta["init"], meta["embedding_std"], meta["dropout"]) == ("pytorch", "1.0", "0.1"), meta
 assert json.loads(meta["training"])["lr_schedule"] == "wsd", meta["training"]
 PY
 then
@@ -362,6 +363,15 @@ expect_error "a scaling without its factor" "yarn needs a factor > 1" \
 expect_error "a RoPE scaling for a policy without rotations" "apply to rotary policies" \
   "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2
 expect_error "a RoPE base of 1" "--rope-base" "$bin" sample --checkpoint full/model.safetensors --rope-base 1
+expect_error "a factor without a scaling" "--rope-factor: linear, ntk, dynamic-ntk and yarn read it" \
+  "$bin" sample --checkpoint full/model.safetensors --rope-factor 4
+expect_error "YaRN's ramp under another scaling" "--yarn-beta-fast: yarn's scaling read it, not the scaling 'ntk'" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-scaling ntk --rope-factor 2 --yarn-beta-fast 8
+expect_error "the original context where the method ignores it" "--rope-original-context: dynamic-ntk and yarn" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2 \
+  --rope-original-context 64
+expect_error "train: a RoPE option for a policy without rotations" "apply to rotary policies" \
+  "$bin" train --posenc alibi --layers 2 --dim 64 --heads 4 --data corpus.txt --rope-scaling none --out alibi-rope
 # per-position losses and the copy probe
 if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --per-position --bins 4 --json \
      > positions.json &&

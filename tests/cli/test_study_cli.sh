@@ -136,13 +136,17 @@ if "$bin" "${one_step[@]}" --grid-point init=pytorch --grid-point 'dropout=0.1 t
      > points.log 2>&1 && grep -q "3 runs in the design, 1 finished, 2 to run" points.log &&
    [ -f points/records/learned-seed1-steps1-dropout-0.1-tie_weights-true.json ] &&
    grep -q "| learned | dropout=0.1 tie_weights=true | 1 |" points/summary.md &&
-   grep -q "## Setting the study's settings" points/summary.md; then
+   grep -q "## Setting the study's settings" points/summary.md &&
+   python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["config"]["embedding_std"] != 1.0)' \
+     points/records/learned-seed1-steps1-init-pytorch.json; then
   pass "--grid-point adds settings that change together, beside the study's own"
 else
   failed "--grid-point: $(tail -5 points.log)"
 fi
 expect_error "--grid with --grid-point" "either crossed (--grid) or listed (--grid-point)" \
   "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid-point dropout=0.1 --out bad-grid
+expect_error "--embedding-std with a point whose init would replace it" "set embedding_std in the point too" \
+  "$bin" "${one_step[@]}" --embedding-std 0.5 --grid-point init=pytorch --out bad-grid
 expect_error "a grid over a setting the study owns" "--grid seed: not a setting a grid can cross" \
   "$bin" "${one_step[@]}" --grid seed=1,2 --out bad-grid
 expect_error "a grid value its setting cannot take" "--grid init=xavier" \

@@ -62,6 +62,9 @@ struct RopeScaling {
 
   bool scales() const { return method != RopeScalingMethod::none; }
   bool changes_anything() const { return scales() || base.has_value(); }
+  // Whether a position's angles depend on the sequence's length (dynamic NTK): every key of a
+  // longer sequence turns again, which a cache of turned keys cannot follow.
+  bool depends_on_length() const { return method == RopeScalingMethod::dynamic_ntk; }
   bool operator==(const RopeScaling&) const = default;
 
   // Throws posenc::Error naming the first setting out of its range.

@@ -184,7 +184,11 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("seed", std::to_string(seed));
   writer.add_metadata("precision", precision_name(model.config().precision));
   writer.add_metadata("tie_weights", model.config().tie_weights ? "true" : "false");
-  writer.add_metadata("dropout", std::to_string(model.config().dropout));  // of training; evaluation has none
+  // the shortest text that reads back as the same double (std::to_string wrote 1e-7 as 0.000000)
+  const auto number = [](double x) { return nlohmann::json(x).dump(); };
+  writer.add_metadata("dropout", number(model.config().dropout));  // of training; evaluation has none
+  writer.add_metadata("init", std::string(init_scheme_name(model.config().init)));
+  writer.add_metadata("embedding_std", number(*model.config().embedding_std));
   if (model.config().rope.changes_anything()) writer.add_metadata("rope_scaling", to_json(model.config().rope).dump());
   for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
   for (const ParameterInfo& e : model.parameter_table().entries())

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -40,11 +41,11 @@ struct ModelConfig {
   std::size_t max_context = 0;  // the longest sequence accepted; 0 means 16 × context
   std::uint64_t seed = 1337;    // initialisation
   bool causal = true;           // false: bidirectional attention, for tests of what the mask hides
-  // The std of the embedding tables' normal start (tokens and a learned position table). 0.02 is
-  // GPT-2's; PyTorch's nn.Embedding starts at 1.
-  double embedding_std = init_std;
+  // The std of the embedding tables' normal start (tokens and a learned position table); none: the
+  // init scheme's, GPT-2's 0.02 (normal) or nn.Embedding's 1 (pytorch). config() holds the value used.
+  std::optional<double> embedding_std = std::nullopt;
   // Which rule starts every tensor: posenc's N(0, 0.02) (normal), or each PyTorch module's default
-  // (pytorch; with embedding_std = 1 it is nn.Embedding's too).
+  // (pytorch).
   InitScheme init = InitScheme::normal;
   // lm_head.weight is transformer.wte.weight, as nanoGPT ties them: vocab_size × Dim fewer
   // parameters, and the table's gradient is the sum of both uses. lm_head keeps its bias.
@@ -91,7 +92,9 @@ class CharTransformer {
   explicit CharTransformer(const ModelConfig& config)
       : config_(checked(config)),
         table_(std::make_shared<ParameterTable>()),
-        wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::embedding)),
+        // tied, the table is nanoGPT's lm_head.weight (wte.weight = lm_head.weight): an nn.Linear's
+        wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::embedding, 0,
+                         config.tie_weights ? TorchInit::linear(Dim) : TorchInit{})),
         position_(*table_, config.context),
         blocks_(make_blocks(*table_, config.context, config.causal, config.precision)),
         ln_f_w_(table_->add("transformer.ln_f.weight", {Dim}, Init::ones)),
@@ -105,7 +108,7 @@ class CharTransformer {
                                       ? config.max_context
                                       : default_max_context_factor * config.context;
     max_context_ = std::min(requested, position_.max_positions());
-    store_.initialize(config.seed, config.embedding_std, config.init);
+    store_.initialize(config.seed, *config_.embedding_std, config.init);
     set_rope_scaling(config.rope);
     num_threads();  // applies the default thread count if the program has not chosen one
     warn_once_about_slow_gemm();
@@ -172,6 +175,9 @@ class CharTransformer {
     if (token < 0 || static_cast<std::size_t>(token) >= vocab_size())
       fail("CharTransformer::forward_step: token id ", token, " is outside the vocabulary [0, ",
            vocab_size(), ")");
+    if (config_.rope.depends_on_length())
+      fail("CharTransformer::forward_step: dynamic NTK turns every key again as the sequence grows, which cached "
+           "keys cannot follow; generate() recomputes the window for it (SamplingOptions::use_cache is ignored)");
     [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the token's ~40 small products
     if (cache.full()) {
       if constexpr (!cache_rolls) {
@@ -296,13 +302,15 @@ class CharTransformer {
            c.context);
     if (!(c.dropout >= 0 && c.dropout < 1))
       fail("CharTransformer: dropout must lie in [0, 1), got ", c.dropout);
-    if (!(std::isfinite(c.embedding_std) && c.embedding_std > 0))
-      fail("CharTransformer: embedding_std must be a positive finite number, got ", c.embedding_std);
+    if (c.embedding_std && !(std::isfinite(*c.embedding_std) && *c.embedding_std > 0))
+      fail("CharTransformer: embedding_std must be a positive finite number, got ", *c.embedding_std);
     if (c.precision == Precision::bf16) {
       if constexpr (!std::is_same_v<S, float>) fail("CharTransformer: bf16 precision needs a float model");
       if (const auto reason = bf16_unsupported_reason()) fail("CharTransformer: ", *reason);
     }
-    return c;
+    ModelConfig resolved = c;
+    if (!resolved.embedding_std) resolved.embedding_std = default_embedding_std(c.init);
+    return resolved;
   }
 
   static std::vector<Block> make_blocks(ParameterTable& table, std::size_t context, bool causal,

@@ -66,7 +66,8 @@ TokenId sample_token(const Logits& logits, std::size_t V, const SamplingOptions&
 //  - learned and sinusoidal, whose positions are absolute, re-encode the last ⌈window/2⌉ tokens at
 //    positions 0… when the window is full: each token then sees between half a window and a
 //    window of context, and each token costs at most two positions.
-// use_cache = false recomputes the last `window` tokens for every token: the reference, quadratic.
+// use_cache = false recomputes the last `window` tokens for every token: the reference, quadratic;
+// dynamic NTK always does (its angles follow the sequence's length, so every key turns again).
 template <class Model>
 std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, std::size_t count,
                               const SamplingOptions& options = {}) {
@@ -83,20 +84,21 @@ std::vector<TokenId> generate(Model& model, const std::vector<TokenId>& prompt, 
   std::vector<TokenId> sequence = prompt;
   std::vector<TokenId> generated;
   generated.reserve(count);
-  auto cache = model.make_cache(window);
+  const bool cached = options.use_cache && !model.config().rope.depends_on_length();
+  auto cache = model.make_cache(cached ? window : 1);
   // Fills the cache with sequence[start, end − 1), the last token being the next step's.
   auto encode = [&](std::size_t start) {
     cache.clear();
     for (std::size_t i = start; i + 1 < sequence.size(); ++i) model.forward_step(sequence[i], cache);
   };
-  if (options.use_cache) {
+  if (cached) {
     if constexpr (Model::cache_rolls) encode(0);
     else encode(sequence.size() > window ? sequence.size() - window : 0);
   }
 
   for (std::size_t n = 0; n < count; ++n) {
     TokenId next;
-    if (options.use_cache) {
+    if (cached) {
       if constexpr (!Model::cache_rolls) {
         if (cache.full()) encode(sequence.size() - (window - window / 2));
       }

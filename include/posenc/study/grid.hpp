@@ -28,6 +28,9 @@ struct GridPoint {
   std::vector<std::pair<std::string, std::string>> values;
   bool operator==(const GridPoint&) const = default;
 
+  bool sets(std::string_view name) const {
+    return std::any_of(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+  }
   // "init=pytorch lr_schedule=cosine"; "" for the empty point
   std::string label() const {
     std::string text;
@@ -61,7 +64,9 @@ inline nlohmann::json grid_value_json(const std::string& value) {
 }
 
 // `run` with the point's settings; an unknown name or a value its setting cannot take is an
-// error naming it as the study's `option` (--grid or --grid-point) does.
+// error naming it as the study's `option` (--grid or --grid-point) does. `init` is the whole
+// initialisation: with it, the embedding std becomes that scheme's (nn.Embedding's 1 for pytorch)
+// unless the point sets embedding_std too, as --init does on a command line without --embedding-std.
 inline RunConfig with_setting(const RunConfig& run, const GridPoint& point, std::string_view option = "--grid") {
   if (point.values.empty()) return run;
   nlohmann::json j = to_json(run);
@@ -71,11 +76,14 @@ inline RunConfig with_setting(const RunConfig& run, const GridPoint& point, std:
            "posenc, seed, steps and data, which --variants, --seeds, --steps and --data set)");
     j[name] = grid_value_json(value);
   }
+  RunConfig at;
   try {
-    return run_config_from_json(j, "the grid point");
+    at = run_config_from_json(j, "the grid point");
   } catch (const Error& e) {
     fail(option, " ", point.label(), ": ", e.what());
   }
+  if (point.sets("init") && !point.sets("embedding_std")) at.embedding_std = default_embedding_std(at.init);
+  return at;
 }
 
 // Every combination of the axes' values, the first axis varying slowest; one empty point when
