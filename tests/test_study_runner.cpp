@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -223,13 +224,41 @@ TEST_CASE("a run that cannot be made is reported, and the job goes on to the nex
   d.variants = {"rope"};
   d.extended_steps = 0;
   d.extrapolate.clear();
-  d.run.layers = 2;  // not among the test models' sizes
-  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+  // the runs' models (seeds 1 and 2) cannot be made; the runner's check before the study (its own seed 0) can
+  const auto fails_for_runs = [](const ModelShape& shape, const ModelConfig& config) {
+    if (config.seed != 0) fail("no memory left for seed ", config.seed);
+    return make_test_model(shape, config);
+  };
+  const StudyRunner runner(d, dir.path, corpus(), fails_for_runs);
   StudyObserver quiet;
   StudyFailures failures;
   runner.run(runner.pending(), 2, quiet, failures);
   REQUIRE(failures.list().size() == 2);
-  CHECK(failures.list()[0].find("not built for a model of 2 layers") != std::string::npos);
+  CHECK(failures.list()[0].find("no memory left for seed") != std::string::npos);
+}
+
+TEST_CASE("a configuration that cannot train fails when the study is made, naming its run") {
+  TempDir dir("study-runner-unfit");
+  const auto problem = [&](const std::function<void(StudyDesign&)>& change) {
+    StudyDesign d = tiny_design();
+    d.extended_steps = 0;
+    change(d);
+    try {
+      const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(problem([](StudyDesign& d) { d.grid = {parse_grid_axis("dropout=0,1.5")}; }) ==
+        "run rope-seed1-steps6-dropout-1.5: CharTransformer: dropout must lie in [0, 1), got 1.5");
+  CHECK(problem([](StudyDesign& d) { d.grid_list = {parse_grid_point("grad_accum=0")}; }) ==
+        "run rope-seed1-steps6-grad_accum-0: training: grad_accum must be positive");
+  CHECK(problem([](StudyDesign& d) { d.grid_list = {parse_grid_point("beta2=1")}; })
+            .find("run rope-seed1-steps6-beta2-1: AdamW: betas must lie in [0, 1)") == 0);
+  CHECK(problem([](StudyDesign& d) { d.run.layers = 2; }).find("not built for a model of 2 layers") !=
+        std::string::npos);
+  CHECK(problem([](StudyDesign&) {}).empty());
 }
 
 TEST_CASE("after training, a study records the loss by position, the copy probe and each RoPE scaling, and adds "

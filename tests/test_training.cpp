@@ -77,16 +77,25 @@ TEST_CASE("learning-rate schedules give llm.c's rates at chosen steps") {
   CHECK(wsd.at(lr, 2, 100) == Approx(0.6e-3));
   CHECK(wsd.at(lr, 79, 100) == lr);
   CHECK(wsd.at(lr, 80, 100) == lr);
-  CHECK(wsd.at(lr, 90, 100) == Approx(5.5e-4));
-  CHECK(wsd.at(lr, 99, 100) == Approx(1e-3 - 9e-4 * 19.0 / 20));
+  // llm.c's 1 − sqrt cool-down: floor 1e-4 + 9e-4·(1 − √r), r = (s − 80)/20
+  CHECK(wsd.at(lr, 90, 100) == Approx(1e-4 + 9e-4 * (1 - std::sqrt(0.5))));  // 3.636e-4
+  CHECK(wsd.at(lr, 99, 100) == Approx(1.2279e-4).epsilon(1e-4));
 
   CHECK(!constant.depends_on_length());
   CHECK(cosine.depends_on_length());
   CHECK_THROWS_WITH(cosine.check(9), "--warmup-steps 10 exceeds the run's 9 steps");
   CHECK_THROWS_WITH((LearningRateSchedule{.min_lr_fraction = 1.5}.check(10)),
                     "--min-lr-fraction must lie in [0, 1], got 1.5");
-  CHECK_THROWS_WITH((LearningRateSchedule{.decay_fraction = 0}.check(10)),
+  CHECK_THROWS_WITH((LearningRateSchedule{.kind = ScheduleKind::wsd, .decay_fraction = 0}.check(10)),
                     "--decay-fraction must lie in (0, 1], got 0");
+  // settings the kind does not read, and a warm-up that leaves nothing to decay
+  CHECK_THROWS_WITH((LearningRateSchedule{.min_lr_fraction = 0.05}.check(10)),
+                    Catch::StartsWith("--min-lr-fraction: the constant schedule does not decay"));
+  CHECK_THROWS_WITH((LearningRateSchedule{.kind = ScheduleKind::cosine, .decay_fraction = 0.5}.check(10)),
+                    "--decay-fraction: only the wsd schedule reads it, not cosine");
+  CHECK_THROWS_WITH((LearningRateSchedule{.kind = ScheduleKind::linear, .warmup_steps = 10}.check(10)),
+                    Catch::Contains("the linear schedule never decays"));
+  CHECK_NOTHROW(LearningRateSchedule{.warmup_steps = 10}.check(10));  // constant: all warm-up, but it is asked for
   CHECK(parse_schedule_kind("wsd") == ScheduleKind::wsd);
   CHECK_THROWS_WITH(parse_schedule_kind("step"), Catch::Contains("unknown learning-rate schedule 'step'"));
 }

@@ -19,7 +19,7 @@ std::unique_ptr<posenc::AnyModel> make_model(const posenc::ModelShape& shape, co
   constexpr auto shards = []<std::size_t... Shard>(std::index_sequence<Shard...>) {
     return std::array<posenc::MakeModelInShard, sizeof...(Shard)>{&detail::make_model_in_shard<Shard>...};
   }(std::make_index_sequence<POSENC_MODEL_SHARDS>{});
-  return posenc::make_any_model_from_shards<ModelSizes>(shards, shape, config, model_size_recipe);
+  return posenc::make_any_model_from_shards<ModelSizes>(shards, shape, config, model_size_recipe());
 }
 
 }  // namespace examples

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 
 #include <posenc/model/model_sizes.hpp>
 
@@ -9,12 +10,20 @@
 
 namespace examples {
 
-// How to build a size the programs lack, for --help and for the error that names the built ones.
-inline constexpr const char* model_size_recipe =
-    "to add one, configure with -DPOSENC_MODEL_SIZES=3x192x4,2x64x4,LxDxH and rebuild";
+// How to build a size the programs lack, keeping the built ones, for --help and for the error
+// that names them: "to add one, configure with -DPOSENC_MODEL_SIZES=3x192x4,2x64x4,LxDxH and rebuild".
+inline std::string model_size_recipe() {
+  const std::string built = []<class... Size>(std::tuple<Size...>*) {
+    std::string list;
+    ((list += std::to_string(Size::layers) + "x" + std::to_string(Size::dim) + "x" + std::to_string(Size::heads) + ","),
+     ...);
+    return list;
+  }(static_cast<ModelSizes*>(nullptr));
+  return "to add one, configure with -DPOSENC_MODEL_SIZES=" + built + "LxDxH and rebuild";
+}
 
 inline std::string model_sizes_help() {
-  return "built for " + posenc::model_sizes_text<ModelSizes>() + "; " + model_size_recipe;
+  return "built for " + posenc::model_sizes_text<ModelSizes>() + "; " + model_size_recipe();
 }
 
 }  // namespace examples

@@ -113,6 +113,9 @@ void take_from_source(TrainOptions& options, const CLI::App& train_cmd) {
   agree("--layers", run.layers, info.layers);
   agree("--dim", run.dim, info.dim);
   agree("--heads", run.heads, info.heads);
+  for (const char* option : {"--init", "--embedding-std"})
+    if (train_cmd.count(option) > 0)
+      posenc::fail(option, ": --init-from starts every tensor from the checkpoint; leave it out");
   if (train_cmd.count("--tie-weights") > 0 && !info.tie_weights)
     posenc::fail("--tie-weights: the --init-from checkpoint has its own lm_head.weight");
   run.posenc = info.policy;
@@ -131,8 +134,12 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
           posenc::ProcessGroup* group) {
   const bool root = group == nullptr || group->is_root();
   posenc::RunConfig& config = options.run;
-  const std::string out =
-      out_given.empty() ? "runs/" + config.posenc + "-seed" + std::to_string(config.train.seed) : out_given;
+  // a fine-tune's default folder is not its source's (which used this default if it used any)
+  const std::string out = out_given.empty() ? "runs/" + config.posenc + "-seed" + std::to_string(config.train.seed) +
+                                                  (config.init_from.checkpoint.empty()
+                                                       ? ""
+                                                       : "-context" + std::to_string(config.train.context))
+                                            : out_given;
   const posenc::RunDirectory run(out, options.keep_checkpoints);
   const std::string config_path = (run.dir() / "config.json").string();
   if (root && options.resume) {
@@ -500,9 +507,10 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(1, std::uint64_t{1} << 30));
   eval_cmd->add_option("--context", e.context, "Window length [the checkpoint's context]")
       ->check(whole_number_in(1, longest_context));
-  eval_cmd->add_option("--batch", e.batch, "Windows per forward pass")
-      ->check(whole_number_in(1, longest_context))
-      ->capture_default_str();
+  CLI::Option* eval_batch = eval_cmd->add_option("--batch", e.batch, "Windows per forward pass of the --context "
+                                                "evaluation (--contexts and --copy-probe size their own passes)")
+                                 ->check(whole_number_in(1, longest_context))
+                                 ->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
   examples::RopeOptions eval_rope(*eval_cmd);
   eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
@@ -526,6 +534,7 @@ int main(int argc, char** argv) {
       ->excludes("--estimate")
       ->excludes("--context")
       ->excludes("--contexts");
+  eval_batch->excludes("--contexts")->excludes("--copy-probe");
   eval_cmd->add_option("--copy-segments", e.copy_segments, "Segments the copy probe averages over")
       ->check(whole_number_in(1, 1 << 20))
       ->needs("--copy-probe")
@@ -601,6 +610,10 @@ int main(int argc, char** argv) {
     }
     if (*eval_cmd) return evaluate(e, eval_rope);
     s.sampling.use_cache = !no_cache;
+    if (s.sampling.temperature == 0)  // greedy: these would be recorded nowhere and change nothing
+      for (const char* option : {"--top-k", "--top-p", "--samples", "--seed"})
+        if (sample_cmd->count(option) > 0)
+          posenc::fail(option, ": --temperature 0 always picks the most likely character (every sample the same)");
     return sample(s, sample_rope);
   } catch (const std::exception& error) {
     return examples::fail_and_exit(world, "shakespeare", error);

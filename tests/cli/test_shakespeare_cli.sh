@@ -363,6 +363,10 @@ expect_error "a scaling without its factor" "yarn needs a factor > 1" \
 expect_error "a RoPE scaling for a policy without rotations" "apply to rotary policies" \
   "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2
 expect_error "a RoPE base of 1" "--rope-base" "$bin" sample --checkpoint full/model.safetensors --rope-base 1
+expect_error "--batch where the passes size themselves" "--batch excludes --contexts" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --batch 2
+expect_error "--top-p under greedy sampling" "--top-p: --temperature 0 always picks the most likely character" \
+  "$bin" sample --checkpoint full/model.safetensors --temperature 0 --top-p 0.9
 expect_error "a factor without a scaling" "--rope-factor: linear, ntk, dynamic-ntk and yarn read it" \
   "$bin" sample --checkpoint full/model.safetensors --rope-factor 4
 expect_error "YaRN's ramp under another scaling" "--yarn-beta-fast: yarn's scaling read it, not the scaling 'ntk'" \
@@ -411,6 +415,8 @@ else
 fi
 expect_error "--init-from with another policy" "--posenc alibi differs from the --init-from checkpoint's rope" \
   "$bin" train --init-from full/model.safetensors --posenc alibi --data corpus.txt --out tuned-bad
+expect_error "--init-from with an initialisation" "--init: --init-from starts every tensor from the checkpoint" \
+  "$bin" train --init-from full/model.safetensors --init pytorch --data corpus.txt --out tuned-bad
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
 finish

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "posenc/config.hpp"
 #include "posenc/kernels/parallel.hpp"
 
 namespace posenc {
@@ -16,6 +17,15 @@ struct AdamWConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;  // PyTorch's AdamW default, applied to every parameter
+
+  // Throws posenc::Error naming the first setting out of its range.
+  void check() const {
+    if (!(lr >= 0)) fail("AdamW: learning rate must be non-negative, got ", lr);
+    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+      fail("AdamW: betas must lie in [0, 1), got (", beta1, ", ", beta2, ")");
+    if (!(eps > 0)) fail("AdamW: eps must be positive, got ", eps);
+    if (!(weight_decay >= 0)) fail("AdamW: weight decay must be non-negative, got ", weight_decay);
+  }
 };
 
 // params, grads, m (first moment), v (second moment): n each; step is the 1-based step count

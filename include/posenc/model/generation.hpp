@@ -16,8 +16,9 @@ namespace posenc {
 struct SamplingOptions {
   double temperature = 0.8;  // 0 picks the most likely token (greedy)
   std::size_t top_k = 40;    // sample among the k most likely tokens; 0 means all
-  // Nucleus sampling (Holtzman et al.), after temperature and top-k as in Hugging Face and
-  // llama.cpp: the fewest most likely tokens whose probability reaches top_p; 1 keeps them all.
+  // Nucleus sampling (Holtzman et al.), after temperature and top-k as Hugging Face's default
+  // order (llama.cpp's applies temperature last): the fewest most likely tokens whose probability
+  // (at the temperature) reaches top_p; 1 keeps them all.
   double top_p = 1.0;
   std::uint64_t seed = 1;
   bool use_cache = true;     // false recomputes the whole window for every token (the reference)

@@ -85,6 +85,22 @@ class StudyRunner {
         plan_(plan_runs(design_)) {
     for (const RunSpec& spec : plan_)  // the first run of each shape is enough, but all are cheap to check
       check_training_memory(config(spec), data_.vocab_size());
+    // Each configuration trains, as far as its settings and size go: a grid value out of range or
+    // a size the program is not built for fails here, not hours later when its runs start.
+    std::vector<RunConfig> checked;
+    for (const RunSpec& spec : plan_) {
+      if (spec.fine_tune) continue;  // its settings are its base run's, but for the context and steps
+      RunConfig c = config(spec);
+      c.train.seed = 0;
+      if (std::find(checked.begin(), checked.end(), c) != checked.end()) continue;
+      try {
+        c.train.check();
+        make_model_(c.shape(), c.model_config(data_.vocab_size()));
+      } catch (const Error& e) {
+        fail("run ", spec.id(), ": ", e.what());
+      }
+      checked.push_back(c);
+    }
   }
 
   const StudyDesign& design() const { return design_; }

@@ -34,11 +34,7 @@ class AdamW {
   AdamW(std::shared_ptr<const ParameterTable> table, const AdamWConfig& config = {},
         WeightDecayScope scope = WeightDecayScope::all)
       : config_(config), scope_(scope), m_(table), v_(table) {
-    if (!(config.lr >= 0)) fail("AdamW: learning rate must be non-negative, got ", config.lr);
-    if (!(config.beta1 >= 0 && config.beta1 < 1 && config.beta2 >= 0 && config.beta2 < 1))
-      fail("AdamW: betas must lie in [0, 1), got (", config.beta1, ", ", config.beta2, ")");
-    if (!(config.eps > 0)) fail("AdamW: eps must be positive, got ", config.eps);
-    if (!(config.weight_decay >= 0)) fail("AdamW: weight decay must be non-negative, got ", config.weight_decay);
+    config.check();
     // Runs of neighbouring tensors that are decayed alike, so a step is a few calls of the kernel.
     for (const ParameterInfo& e : table->entries()) {
       const bool decayed = scope == WeightDecayScope::all || e.shape.size() >= 2;

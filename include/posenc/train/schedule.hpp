@@ -37,8 +37,9 @@ inline ScheduleKind parse_schedule_kind(std::string_view name) {
 //   constant             lr
 //   cosine               floor + (lr − floor)·(1 + cos(π·r))/2,  r = (s − warmup)/(n − warmup)
 //   linear               lr − (lr − floor)·r
-//   wsd                  lr until the last ⌈decay_fraction·n⌉ steps, then linearly to the floor
-//                        over them (r counted from where the decay starts)
+//   wsd                  lr until the last ⌈decay_fraction·n⌉ steps, then floor + (lr − floor)·(1 − √r)
+//                        over them (r counted from where the decay starts; Hägele et al. 2024's
+//                        1 − sqrt cool-down, as llm.c's)
 // The default is the published study's: constant, no warm-up.
 struct LearningRateSchedule {
   ScheduleKind kind = ScheduleKind::constant;
@@ -69,7 +70,7 @@ struct LearningRateSchedule {
       case ScheduleKind::linear: return lr - (lr - floor) * ratio(step - warmup_steps, steps - warmup_steps);
       case ScheduleKind::wsd: {
         const std::int64_t decay = decay_steps(steps), start = std::max(warmup_steps, steps - decay);
-        return step < start ? lr : lr - (lr - floor) * ratio(step - start, steps - start);
+        return step < start ? lr : floor + (lr - floor) * (1 - std::sqrt(ratio(step - start, steps - start)));
       }
     }
     return lr;
@@ -80,9 +81,18 @@ struct LearningRateSchedule {
   void check(std::int64_t steps) const {
     if (warmup_steps < 0) fail("--warmup-steps must be at least 0, got ", warmup_steps);
     if (warmup_steps > steps) fail("--warmup-steps ", warmup_steps, " exceeds the run's ", steps, " steps");
+    if (depends_on_length() && warmup_steps == steps)
+      fail("--warmup-steps ", warmup_steps, ": the warm-up takes the whole run, so the ", schedule_kind_name(kind),
+           " schedule never decays");
     if (!(min_lr_fraction >= 0 && min_lr_fraction <= 1))
       fail("--min-lr-fraction must lie in [0, 1], got ", min_lr_fraction);
     if (!(decay_fraction > 0 && decay_fraction <= 1)) fail("--decay-fraction must lie in (0, 1], got ", decay_fraction);
+    // a setting the kind does not read would be recorded (and make a run of another name) for nothing
+    const LearningRateSchedule defaults;
+    if (kind == ScheduleKind::constant && min_lr_fraction != defaults.min_lr_fraction)
+      fail("--min-lr-fraction: the constant schedule does not decay; give --lr-schedule cosine, linear or wsd");
+    if (kind != ScheduleKind::wsd && decay_fraction != defaults.decay_fraction)
+      fail("--decay-fraction: only the wsd schedule reads it, not ", schedule_kind_name(kind));
   }
 };
 

@@ -1,6 +1,7 @@
 // TrainConfig: a training loop's settings — length, batch, optimizer, schedule, clipping, accumulation, evaluations.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -39,6 +40,20 @@ struct TrainConfig {
     return {.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay};
   }
   std::size_t windows_per_step() const { return batch * grad_accum; }
+
+  // Throws posenc::Error naming the first setting out of its range (the optimizer's included).
+  void check() const {
+    if (steps <= 0) fail("training: steps must be positive, got ", steps);
+    if (batch == 0) fail("training: batch must be positive");
+    if (context == 0) fail("training: context must be positive");
+    if (eval_every <= 0) fail("training: eval_every must be positive, got ", eval_every);
+    if (eval_iters == 0) fail("training: eval_iters must be positive");
+    if (grad_accum == 0) fail("training: grad_accum must be positive");
+    if (max_grad_norm && !(*max_grad_norm > 0 && std::isfinite(*max_grad_norm)))
+      fail("training: the gradient-clipping norm must be a positive number, got ", *max_grad_norm);
+    schedule.check(steps);
+    adamw().check();
+  }
 };
 
 inline nlohmann::json to_json(const TrainConfig& c) {

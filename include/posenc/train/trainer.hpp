@@ -202,17 +202,9 @@ class Trainer {
     if (group != nullptr && c.batch < static_cast<std::size_t>(group->size()))
       fail("training: batch ", c.batch, " cannot be split over ", group->size(),
            " processes; every process needs at least one window");
-    if (c.steps <= 0) fail("training: steps must be positive, got ", c.steps);
-    if (c.batch == 0) fail("training: batch must be positive");
-    if (c.context == 0) fail("training: context must be positive");
+    c.check();
     if (c.context > model.max_context())
       fail("training: context ", c.context, " exceeds the model's maximum of ", model.max_context());
-    if (c.eval_every <= 0) fail("training: eval_every must be positive, got ", c.eval_every);
-    if (c.eval_iters == 0) fail("training: eval_iters must be positive");
-    if (c.grad_accum == 0) fail("training: grad_accum must be positive");
-    if (c.max_grad_norm && !(*c.max_grad_norm > 0 && std::isfinite(*c.max_grad_norm)))
-      fail("training: the gradient-clipping norm must be a positive number, got ", *c.max_grad_norm);
-    c.schedule.check(c.steps);
     return c;
   }
 
