@@ -15,7 +15,10 @@ STUDY_DIR/plots/:
   per_position    (with --per-position) mean loss by position in the window at each length, one
                   panel per length, the trained (and fine-tuning) context marked
   copy_probe      (with --copy-probe) the copy probe's drop (first copy − second copy loss) against
-                  the distance, mean ± sd over seeds; 0 means the model does not read that far back
+                  the distance, mean ± sd over seeds; a drop near 0 says the second copy gained nothing
+                  from the first at that distance. The first copy is no matched baseline (its own
+                  context is short, and past half the trained length it lies beyond it too), so
+                  compare drops across encodings and distances, not with 0 alone
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x
