@@ -22,6 +22,8 @@ STUDY_DIR/plots/:
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x
+  grid_differences     each variant at each setting minus itself at the first setting (the study's
+                       own for --grid-point), paired by seed: the mean, each seed as a dot
 """
 import glob
 import json
@@ -266,14 +268,25 @@ def plot_copy_probe(summary, study):
     return True
 
 
+def grid_variants(summary):
+    """Every variant of any setting, in the order they first appear (a setting may lack some)."""
+    variants = []
+    for setting in summary["settings"]:
+        for v in setting["summary"]["variants"]:
+            if v["variant"] not in variants:
+                variants.append(v["variant"])
+    return variants
+
+
 def plot_grid(summary, study):
     settings = summary["settings"]
     labels = [s["setting"].replace(" ", "\n") for s in settings]
-    variants = [v["variant"] for v in settings[0]["summary"]["variants"]]
+    variants = grid_variants(summary)
     fig, ax = plt.subplots(figsize=(figure_width(len(settings) * max(1, len(variants)) / 2), 4.5))
     width = 0.8 / max(1, len(variants))
     for i, variant in enumerate(variants):
         style = {"color": f"C{i % 10}", "marker": "osD^v<>ph*"[i % 10]}
+        labelled = False
         for k, setting in enumerate(settings):
             rows = [v for v in setting["summary"]["variants"] if v["variant"] == variant and v["n"] > 0]
             if not rows:
@@ -282,13 +295,46 @@ def plot_grid(summary, study):
             row = rows[0]
             sd = row["sd_val_loss"] or 0.0
             ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none",
-                        label=variant if k == 0 else None, **style)
+                        label=None if labelled else variant, **style)
+            labelled = True
             ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
     ax.set_xticks(range(len(settings)), labels)
     ax.set_ylabel("final validation loss (full pass)")
     ax.set_title("each variant at each setting: mean ± sd over seeds, seeds as dots")
     ax.legend(fontsize=8)
     save(fig, study, "grid_final_val_loss")
+
+
+def plot_grid_differences(summary, study):
+    """Each variant at each setting minus the same variant at the first setting, paired by seed."""
+    across = [c for c in summary.get("across", []) if c["val_loss"]]
+    if not across:
+        return False
+    settings = [s["setting"] for s in summary["settings"][1:]]
+    variants = grid_variants(summary)
+    fig, ax = plt.subplots(figsize=(figure_width(len(settings) * max(1, len(variants)) / 2), 4.5))
+    width = 0.8 / max(1, len(variants))
+    for i, variant in enumerate(variants):
+        style = {"color": f"C{i % 10}", "marker": "osD^v<>ph*"[i % 10]}
+        labelled = False
+        for k, setting in enumerate(settings):
+            rows = [c for c in across if c["variant"] == variant and c["setting"] == setting]
+            if not rows:
+                continue
+            row = rows[0]
+            differences = [a - b for a, b in zip(row["val_loss"], row["baseline_val_loss"])]
+            x = k - 0.4 + width * (i + 0.5)
+            ax.scatter([x] * len(differences), differences, s=10, alpha=0.5, color=style["color"])
+            ax.plot([x], [row["mean_difference"]], linestyle="none", label=None if labelled else variant,
+                    markersize=7, **style)
+            labelled = True
+    ax.axhline(0, color="gray", linewidth=0.8)
+    ax.set_xticks(range(len(settings)), [s.replace(" ", "\n") for s in settings])
+    ax.set_ylabel(f"val loss − at {summary['settings'][0]['setting']}")
+    ax.set_title("each setting against the first, paired by seed: mean, seeds as dots")
+    ax.legend(fontsize=8)
+    save(fig, study, "grid_differences")
+    return True
 
 
 def main():
@@ -298,7 +344,8 @@ def main():
     summary, records = load(study)
     if "settings" in summary:  # a grid study
         plot_grid(summary, study)
-        print(f"plots: {os.path.join(study, 'plots')}/grid_final_val_loss.{{png,svg}}")
+        names = ["grid_final_val_loss"] + (["grid_differences"] if plot_grid_differences(summary, study) else [])
+        print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")
         return
     plot_curves(summary, records, study)
     plot_final(summary, study)

@@ -175,8 +175,9 @@ if [ -n "$python" ]; then
   else
     failed "plots: $(tail -5 plot.log)"
   fi
-  if "$python" "$root/tools/plot_study.py" grid > grid-plot.log 2>&1 && [ -s grid/plots/grid_final_val_loss.png ]; then
-    pass "plot_study.py draws a grid study"
+  if "$python" "$root/tools/plot_study.py" grid > grid-plot.log 2>&1 && [ -s grid/plots/grid_final_val_loss.png ] &&
+     [ -s grid/plots/grid_differences.png ]; then
+    pass "plot_study.py draws a grid study: each setting, and each against the first"
   else
     failed "grid plot: $(tail -5 grid-plot.log)"
   fi
