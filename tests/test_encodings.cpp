@@ -527,3 +527,28 @@ TEST_CASE("RoPE scaling: bad settings and non-rotary policies are refused with a
   CHECK_THROWS_WITH((CharTransformer<ALiBi, 1, 8, 2>(config)), Catch::Contains("alibi does not turn q and k"));
   CHECK_NOTHROW(CharTransformer<XPos, 1, 8, 2>(config));
 }
+
+TEST_CASE("a scaling spec names the method, the factor and any setting the method reads") {
+  const RopeScaling yarn = parse_rope_scaling_spec("yarn:8:beta_fast=16:beta_slow=2:attention_factor=1.2:base=500");
+  CHECK(yarn == RopeScaling{.method = RopeScalingMethod::yarn, .factor = 8, .base = 500.0, .beta_fast = 16,
+                            .beta_slow = 2, .attention_factor = 1.2});
+  CHECK(yarn.label() == "yarn ×8 base=500 beta_fast=16 beta_slow=2 attention_factor=1.2");
+  CHECK(parse_rope_scaling_spec("yarn:8").label() == "yarn ×8");  // as before settings could be given
+  CHECK(parse_rope_scaling_spec("dynamic-ntk:4:original_context=64").original_context == 64);
+  const auto problem = [](const char* spec) {
+    try {
+      parse_rope_scaling_spec(spec);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(problem("ntk:4:beta_fast=16") == "rope scaling 'ntk:4:beta_fast=16': beta_fast is read by yarn, not ntk");
+  CHECK(problem("linear:4:original_context=64") ==
+        "rope scaling 'linear:4:original_context=64': original_context is read by dynamic-ntk and yarn, not linear");
+  CHECK(problem("yarn:4:alpha=2").find("unknown setting 'alpha'") != std::string::npos);
+  CHECK(problem("yarn:4:base") == "rope scaling 'yarn:4:base': 'base' is not NAME=VALUE");
+  CHECK(problem("yarn:4:base=x") == "rope scaling 'yarn:4:base=x': the base 'x' is not a number");
+  CHECK(problem("yarn:4:base=1").find("the base must be a finite number > 1") != std::string::npos);
+  CHECK(problem("yarn").find("expected METHOD:FACTOR") != std::string::npos);
+}

@@ -347,6 +347,12 @@ TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), e
   CHECK(rows[2].scaling_label() == "yarn ×4");
   CHECK_FALSE(rows[2].scaling.scales());  // a fine-tuned model is evaluated with its own angles
   CHECK(evaluated_models(d, "alibi").size() == 2);
+
+  // a fine-tune's scaling keeps every setting of its spec, and its name carries those changed
+  d.fine_tune_rope = {parse_rope_scaling_spec("yarn:4:beta_fast=16")};
+  const RunSpec& ramp = plan_runs(d)[6];
+  CHECK(ramp.id() == "rope-seed1-steps2000-ft512x200-yarn4-beta_fast16");
+  CHECK(run_config(d, ramp, "digest", "x").rope.beta_fast == 16);
 }
 
 TEST_CASE("the summary compares each fine-tuned model with its base run's, paired by seed") {

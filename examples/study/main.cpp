@@ -124,8 +124,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
       ->capture_default_str();
   app.add_option("--extrapolate-rope", extrapolate_rope,
-                 "METHOD:FACTOR,...: the rotary variants' --extrapolate and --copy-probe again under each RoPE "
-                 "scaling (linear, ntk, dynamic-ntk, yarn), e.g. linear:8,ntk:8,dynamic-ntk:8,yarn:8");
+                 "METHOD:FACTOR[:NAME=VALUE...],...: the rotary variants' --extrapolate and --copy-probe again under "
+                 "each RoPE scaling (linear, ntk, dynamic-ntk, yarn), e.g. linear:8,ntk:8,dynamic-ntk:8,yarn:8 or "
+                 "yarn:8:beta_fast=16:base=500 (NAME: base, original_context, beta_fast, beta_slow, "
+                 "attention_factor)");
   std::string fine_tune_rope;
   app.add_option("--fine-tune", design.fine_tune_context,
                  "Fine-tune every base run's final model at this context (a learned table interpolated), and evaluate "

@@ -84,24 +84,72 @@ struct RopeScaling {
 
   // One line for logs and reports, e.g. "yarn ×4 (base 10000, L 128)".
   std::string describe(double policy_base, std::size_t context) const;
-  // The method and factor, e.g. "yarn ×4"; "none" for the trained angles.
+  // The settings that differ from their defaults, as NAME and value: base, original_context,
+  // beta_fast, beta_slow, attention_factor (the names a scaling spec takes).
+  std::vector<std::pair<std::string, double>> changed_settings() const {
+    const RopeScaling defaults;
+    std::vector<std::pair<std::string, double>> changed;
+    if (base) changed.emplace_back("base", *base);
+    if (original_context != 0) changed.emplace_back("original_context", static_cast<double>(original_context));
+    if (beta_fast != defaults.beta_fast) changed.emplace_back("beta_fast", beta_fast);
+    if (beta_slow != defaults.beta_slow) changed.emplace_back("beta_slow", beta_slow);
+    if (attention_factor) changed.emplace_back("attention_factor", *attention_factor);
+    return changed;
+  }
+  // The method and factor and any changed setting, e.g. "yarn ×4" or "yarn ×4 beta_fast=16";
+  // "none" for the trained angles.
   std::string label() const;
 };
 
-// A scaling written METHOD:FACTOR (linear:4, ntk:8, dynamic-ntk:8, yarn:8), every other setting
-// its default; posenc::Error saying what is wrong otherwise.
+// A scaling written METHOD:FACTOR[:NAME=VALUE…] (linear:4, ntk:8, dynamic-ntk:8, yarn:8,
+// yarn:8:beta_fast=16:base=500), NAME one of changed_settings()' names that the method reads,
+// every other setting its default; posenc::Error saying what is wrong otherwise.
 inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
-  const std::size_t colon = text.find(':');
-  const std::string_view method = text.substr(0, colon);
-  const auto parsed = parse_rope_scaling(method);
-  if (!parsed || *parsed == RopeScalingMethod::none || colon == std::string_view::npos)
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t colon = text.find(':', start);
+    parts.emplace_back(text.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  const auto parsed = parse_rope_scaling(parts[0]);
+  if (!parsed || *parsed == RopeScalingMethod::none || parts.size() < 2)
     fail("rope scaling '", text, "': expected METHOD:FACTOR with METHOD linear, ntk, dynamic-ntk or yarn, e.g. yarn:8");
-  const std::string factor(text.substr(colon + 1));
-  char* end = nullptr;
-  const double value = std::strtod(factor.c_str(), &end);
-  if (factor.empty() || end != factor.c_str() + factor.size())
-    fail("rope scaling '", text, "': the factor '", factor, "' is not a number");
-  RopeScaling scaling{.method = *parsed, .factor = value};
+  const auto number = [&](const std::string& value, const std::string& what) {
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size())
+      fail("rope scaling '", text, "': the ", what, " '", value, "' is not a number");
+    return x;
+  };
+  RopeScaling scaling{.method = *parsed, .factor = number(parts[1], "factor")};
+  const bool yarn = *parsed == RopeScalingMethod::yarn;
+  const bool reads_length = yarn || *parsed == RopeScalingMethod::dynamic_ntk;
+  for (std::size_t i = 2; i < parts.size(); ++i) {
+    const std::size_t equals = parts[i].find('=');
+    const std::string name = parts[i].substr(0, equals);
+    if (equals == std::string::npos) fail("rope scaling '", text, "': '", parts[i], "' is not NAME=VALUE");
+    const double value = number(parts[i].substr(equals + 1), name);
+    const auto read_by = [&](bool read, const char* readers) {
+      if (!read) fail("rope scaling '", text, "': ", name, " is read by ", readers, ", not ", parts[0]);
+    };
+    if (name == "base") {
+      scaling.base = value;
+    } else if (name == "original_context") {
+      read_by(reads_length, "dynamic-ntk and yarn");
+      if (!(value >= 1 && value == std::floor(value) && value < 1e9))
+        fail("rope scaling '", text, "': original_context must be a whole number ≥ 1");
+      scaling.original_context = static_cast<std::size_t>(value);
+    } else if (name == "beta_fast" || name == "beta_slow" || name == "attention_factor") {
+      read_by(yarn, "yarn");
+      if (name == "beta_fast") scaling.beta_fast = value;
+      else if (name == "beta_slow") scaling.beta_slow = value;
+      else scaling.attention_factor = value;
+    } else {
+      fail("rope scaling '", text, "': unknown setting '", name,
+           "' (known: base, original_context, beta_fast, beta_slow, attention_factor)");
+    }
+  }
   scaling.validate();
   return scaling;
 }
@@ -178,17 +226,25 @@ inline constexpr bool is_rotary_policy =
 
 inline std::string RopeScaling::label() const {
   std::string text(rope_scaling_name(method));
+  char buf[64];
   if (scales()) {
-    char buf[64];
     std::snprintf(buf, sizeof buf, " ×%g", factor);
+    text += buf;
+  }
+  for (const auto& [name, value] : changed_settings()) {
+    std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
     text += buf;
   }
   return text;
 }
 
 inline std::string RopeScaling::describe(double policy_base, std::size_t context) const {
-  std::string text = label();
+  std::string text(rope_scaling_name(method));
   char buf[160];
+  if (scales()) {
+    std::snprintf(buf, sizeof buf, " ×%g", factor);
+    text += buf;
+  }
   std::snprintf(buf, sizeof buf, " (base %g, L %zu", base.value_or(policy_base),
                 original_context != 0 ? original_context : context);
   text += buf;

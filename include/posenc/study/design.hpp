@@ -33,13 +33,18 @@ struct FineTune {
   bool operator==(const FineTune&) const = default;
   // "ft 512×200", the row's name in a summary (the scaling is named apart)
   std::string label() const { return "ft " + std::to_string(context) + "×" + std::to_string(steps); }
-  // "-ft512x200" or "-ft512x200-yarn4", the run's name past its base run's
+  // "-ft512x200", "-ft512x200-yarn4" or "-ft512x200-yarn4-beta_fast16", the run's name past its
+  // base run's
   std::string id_suffix() const {
     std::string text = "-ft" + std::to_string(context) + "x" + std::to_string(steps);
+    char number[32];
     if (rope.scales()) {
-      char factor[32];
-      std::snprintf(factor, sizeof factor, "%g", rope.factor);
-      text += "-" + std::string(rope_scaling_name(rope.method)) + factor;
+      std::snprintf(number, sizeof number, "%g", rope.factor);
+      text += "-" + std::string(rope_scaling_name(rope.method)) + number;
+    }
+    for (const auto& [name, value] : rope.changed_settings()) {
+      std::snprintf(number, sizeof number, "%g", value);
+      text += "-" + name + number;
     }
     return text;
   }
@@ -159,10 +164,7 @@ inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std:
     c.train.context = tune.context;
     c.train.steps = tune.steps;
     c.train.eval_every = std::min(c.train.eval_every, tune.steps);
-    if (tune.rope.scales()) {
-      c.rope.method = tune.rope.method;
-      c.rope.factor = tune.rope.factor;
-    }
+    if (tune.rope.scales()) c.rope = tune.rope;
     c.rope = rope_for_fine_tuning(c.rope, c.init_from.context);
   }
   return c;
