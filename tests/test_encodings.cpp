@@ -548,6 +548,8 @@ TEST_CASE("a scaling spec names the method, the factor and any setting the metho
         "rope scaling 'linear:4:original_context=64': original_context is read by dynamic-ntk and yarn, not linear");
   CHECK(problem("yarn:4:alpha=2").find("unknown setting 'alpha'") != std::string::npos);
   CHECK(problem("yarn:4:base") == "rope scaling 'yarn:4:base': 'base' is not NAME=VALUE");
+  CHECK(problem("yarn:4:=2") == "rope scaling 'yarn:4:=2': '=2' is not NAME=VALUE");
+  CHECK(problem("yarn:4:base=500:base=600") == "rope scaling 'yarn:4:base=500:base=600': base is given twice");
   CHECK(problem("yarn:4:base=x") == "rope scaling 'yarn:4:base=x': the base 'x' is not a number");
   CHECK(problem("yarn:4:base=1").find("the base must be a finite number > 1") != std::string::npos);
   CHECK(problem("yarn").find("expected METHOD:FACTOR") != std::string::npos);

@@ -128,7 +128,10 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
   for (std::size_t i = 2; i < parts.size(); ++i) {
     const std::size_t equals = parts[i].find('=');
     const std::string name = parts[i].substr(0, equals);
-    if (equals == std::string::npos) fail("rope scaling '", text, "': '", parts[i], "' is not NAME=VALUE");
+    if (equals == std::string::npos || equals == 0)
+      fail("rope scaling '", text, "': '", parts[i], "' is not NAME=VALUE");
+    for (std::size_t j = 2; j < i; ++j)
+      if (parts[j].substr(0, parts[j].find('=')) == name) fail("rope scaling '", text, "': ", name, " is given twice");
     const double value = number(parts[i].substr(equals + 1), name);
     const auto read_by = [&](bool read, const char* readers) {
       if (!read) fail("rope scaling '", text, "': ", name, " is read by ", readers, ", not ", parts[0]);
