@@ -278,27 +278,40 @@ def grid_variants(summary):
     return variants
 
 
-def plot_grid(summary, study):
-    settings = summary["settings"]
-    labels = [s["setting"].replace(" ", "\n") for s in settings]
-    variants = grid_variants(summary)
-    fig, ax = plt.subplots(figsize=(figure_width(len(settings) * max(1, len(variants)) / 2), 4.5))
+def grid_cells(variants, columns, row_of):
+    """(x, style, label, row) for each variant at each column where row_of(variant, column) has a
+    row, the variants side by side within a column; label names the variant at its first cell only,
+    so the legend lists each variant once (whichever columns it is missing from)."""
     width = 0.8 / max(1, len(variants))
     for i, variant in enumerate(variants):
         style = {"color": f"C{i % 10}", "marker": "osD^v<>ph*"[i % 10]}
         labelled = False
-        for k, setting in enumerate(settings):
-            rows = [v for v in setting["summary"]["variants"] if v["variant"] == variant and v["n"] > 0]
-            if not rows:
+        for k, column in enumerate(columns):
+            row = row_of(variant, column)
+            if row is None:
                 continue
-            x = k - 0.4 + width * (i + 0.5)
-            row = rows[0]
-            sd = row["sd_val_loss"] or 0.0
-            ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none",
-                        label=None if labelled else variant, **style)
+            yield k - 0.4 + width * (i + 0.5), style, None if labelled else variant, row
             labelled = True
-            ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
-    ax.set_xticks(range(len(settings)), labels)
+
+
+def grid_figure(columns, variants):
+    return plt.subplots(figsize=(figure_width(len(columns) * max(1, len(variants)) / 2), 4.5))
+
+
+def plot_grid(summary, study):
+    settings = summary["settings"]
+    variants = grid_variants(summary)
+
+    def row_of(variant, setting):
+        rows = [v for v in setting["summary"]["variants"] if v["variant"] == variant and v["n"] > 0]
+        return rows[0] if rows else None
+
+    fig, ax = grid_figure(settings, variants)
+    for x, style, label, row in grid_cells(variants, settings, row_of):
+        sd = row["sd_val_loss"] or 0.0
+        ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none", label=label, **style)
+        ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
+    ax.set_xticks(range(len(settings)), [s["setting"].replace(" ", "\n") for s in settings])
     ax.set_ylabel("final validation loss (full pass)")
     ax.set_title("each variant at each setting: mean ± sd over seeds, seeds as dots")
     ax.legend(fontsize=8)
@@ -312,22 +325,16 @@ def plot_grid_differences(summary, study):
         return False
     settings = [s["setting"] for s in summary["settings"][1:]]
     variants = grid_variants(summary)
-    fig, ax = plt.subplots(figsize=(figure_width(len(settings) * max(1, len(variants)) / 2), 4.5))
-    width = 0.8 / max(1, len(variants))
-    for i, variant in enumerate(variants):
-        style = {"color": f"C{i % 10}", "marker": "osD^v<>ph*"[i % 10]}
-        labelled = False
-        for k, setting in enumerate(settings):
-            rows = [c for c in across if c["variant"] == variant and c["setting"] == setting]
-            if not rows:
-                continue
-            row = rows[0]
-            differences = [a - b for a, b in zip(row["val_loss"], row["baseline_val_loss"])]
-            x = k - 0.4 + width * (i + 0.5)
-            ax.scatter([x] * len(differences), differences, s=10, alpha=0.5, color=style["color"])
-            ax.plot([x], [row["mean_difference"]], linestyle="none", label=None if labelled else variant,
-                    markersize=7, **style)
-            labelled = True
+
+    def row_of(variant, setting):
+        rows = [c for c in across if c["variant"] == variant and c["setting"] == setting]
+        return rows[0] if rows else None
+
+    fig, ax = grid_figure(settings, variants)
+    for x, style, label, row in grid_cells(variants, settings, row_of):
+        differences = [a - b for a, b in zip(row["val_loss"], row["baseline_val_loss"])]
+        ax.scatter([x] * len(differences), differences, s=10, alpha=0.5, color=style["color"])
+        ax.plot([x], [row["mean_difference"]], linestyle="none", label=label, markersize=7, **style)
     ax.axhline(0, color="gray", linewidth=0.8)
     ax.set_xticks(range(len(settings)), [s.replace(" ", "\n") for s in settings])
     ax.set_ylabel(f"val loss − at {summary['settings'][0]['setting']}")
