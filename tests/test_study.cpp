@@ -350,7 +350,7 @@ TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), e
 
   // a fine-tune's scaling keeps every setting of its spec, and its name carries those changed
   d.fine_tune_rope = {parse_rope_scaling_spec("yarn:4:beta_fast=16")};
-  const RunSpec& ramp = plan_runs(d)[6];
+  const RunSpec ramp = plan_runs(d)[6];  // a copy: the plan is a temporary
   CHECK(ramp.id() == "rope-seed1-steps2000-ft512x200-yarn4-beta_fast16");
   CHECK(run_config(d, ramp, "digest", "x").rope.beta_fast == 16);
 }
