@@ -546,6 +546,8 @@ TEST_CASE("a scaling spec names the method, the factor and any setting the metho
   CHECK(problem("ntk:4:beta_fast=16") == "rope scaling 'ntk:4:beta_fast=16': beta_fast is read by yarn, not ntk");
   CHECK(problem("linear:4:original_context=64") ==
         "rope scaling 'linear:4:original_context=64': original_context is read by dynamic-ntk and yarn, not linear");
+  CHECK(problem("dynamic-ntk:4:attention_factor=2") ==
+        "rope scaling 'dynamic-ntk:4:attention_factor=2': attention_factor is read by yarn, not dynamic-ntk");
   CHECK(problem("yarn:4:alpha=2").find("unknown setting 'alpha'") != std::string::npos);
   CHECK(problem("yarn:4:base") == "rope scaling 'yarn:4:base': 'base' is not NAME=VALUE");
   CHECK(problem("yarn:4:=2") == "rope scaling 'yarn:4:=2': '=2' is not NAME=VALUE");

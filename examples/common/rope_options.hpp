@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <posenc/encodings/rope_scaling.hpp>
@@ -48,19 +50,13 @@ class RopeOptions {
     if (given("--yarn-beta-fast")) scaling.beta_fast = beta_fast_;
     if (given("--yarn-beta-slow")) scaling.beta_slow = beta_slow_;
     if (given("--yarn-attention-factor")) scaling.attention_factor = attention_factor_;
-    using enum posenc::RopeScalingMethod;
     // an option the method does not read would be recorded and change nothing
-    const auto refuse_unless = [&](const char* option, bool read, const char* readers) {
-      if (given(option) && !read)
-        posenc::fail(option, ": ", readers, " read it, not the scaling '", posenc::rope_scaling_name(scaling.method),
-                     "'", given("--rope-scaling") ? "" : " (give --rope-scaling)");
-    };
-    const bool yarn_method = scaling.method == yarn;
-    refuse_unless("--rope-factor", scaling.method != none, "linear, ntk, dynamic-ntk and yarn");
-    refuse_unless("--rope-original-context", scaling.method == dynamic_ntk || yarn_method, "dynamic-ntk and yarn");
-    for (const char* option : {"--yarn-beta-fast", "--yarn-beta-slow", "--yarn-attention-factor"})
-      refuse_unless(option, yarn_method, "yarn's scaling");
-    if (scaling.method == none) scaling.factor = 1;
+    for (const auto& [option, setting] : settings_)
+      if (given(option) && !posenc::rope_scaling_reads(scaling.method, setting))
+        posenc::fail(option, ": read by ", posenc::rope_scaling_readers(setting), ", not by the scaling '",
+                     posenc::rope_scaling_name(scaling.method), "'",
+                     given("--rope-scaling") ? "" : " (give --rope-scaling)");
+    if (scaling.method == posenc::RopeScalingMethod::none) scaling.factor = 1;
     scaling.validate();
     return scaling;
   }
@@ -74,6 +70,15 @@ class RopeOptions {
  private:
   bool given(const std::string& name) const { return app_.count(name) > 0; }
   void add(CLI::Option* option) { names_.push_back(option->get_name()); }
+  // each option and the setting it gives (rope_scaling_reads' names)
+  static constexpr std::pair<const char*, std::string_view> settings_[] = {
+      {"--rope-base", "base"},
+      {"--rope-factor", "factor"},
+      {"--rope-original-context", "original_context"},
+      {"--yarn-beta-fast", "beta_fast"},
+      {"--yarn-beta-slow", "beta_slow"},
+      {"--yarn-attention-factor", "attention_factor"},
+  };
   CLI::App& app_;
   double base_ = 10000, factor_ = 1, beta_fast_ = 32, beta_slow_ = 1, attention_factor_ = 1;
   std::string method_ = "none";

@@ -367,11 +367,11 @@ expect_error "--batch where the passes size themselves" "--batch excludes --cont
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --batch 2
 expect_error "--top-p under greedy sampling" "--top-p: --temperature 0 always picks the most likely character" \
   "$bin" sample --checkpoint full/model.safetensors --temperature 0 --top-p 0.9
-expect_error "a factor without a scaling" "--rope-factor: linear, ntk, dynamic-ntk and yarn read it" \
+expect_error "a factor without a scaling" "--rope-factor: read by linear, ntk, dynamic-ntk and yarn, not by the scaling 'none' (give --rope-scaling)" \
   "$bin" sample --checkpoint full/model.safetensors --rope-factor 4
-expect_error "YaRN's ramp under another scaling" "--yarn-beta-fast: yarn's scaling read it, not the scaling 'ntk'" \
+expect_error "YaRN's ramp under another scaling" "--yarn-beta-fast: read by yarn, not by the scaling 'ntk'" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-scaling ntk --rope-factor 2 --yarn-beta-fast 8
-expect_error "the original context where the method ignores it" "--rope-original-context: dynamic-ntk and yarn" \
+expect_error "the original context where the method ignores it" "--rope-original-context: read by dynamic-ntk and yarn, not by the scaling 'linear'" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2 \
   --rope-original-context 64
 expect_error "train: a RoPE option for a policy without rotations" "apply to rotary policies" \

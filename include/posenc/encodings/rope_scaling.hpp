@@ -48,6 +48,29 @@ inline std::optional<RopeScalingMethod> parse_rope_scaling(std::string_view name
   return std::nullopt;
 }
 
+// Whether `method` reads the setting named `setting` (factor, or one of RopeScaling's
+// changed_settings() names): the base is read by every method, the factor by every scaling,
+// original_context by those whose angles depend on L, and YaRN's ramp and magnitude by yarn only.
+// A setting given to a method that does not read it would be recorded and change nothing.
+inline bool rope_scaling_reads(RopeScalingMethod method, std::string_view setting) {
+  using enum RopeScalingMethod;
+  if (setting == "base") return true;
+  if (setting == "factor") return method != none;
+  if (setting == "original_context") return method == dynamic_ntk || method == yarn;
+  return method == yarn;  // beta_fast, beta_slow, attention_factor
+}
+
+// The methods that read `setting`, as a list for messages: "dynamic-ntk and yarn".
+inline std::string rope_scaling_readers(std::string_view setting) {
+  std::vector<std::string_view> readers;
+  for (const auto& [method, name] : rope_scaling_names)
+    if (rope_scaling_reads(method, setting)) readers.push_back(name);
+  std::string list;
+  for (std::size_t i = 0; i < readers.size(); ++i)
+    list.append(i == 0 ? "" : i + 1 == readers.size() ? " and " : ", ").append(readers[i]);
+  return list;
+}
+
 // A rotary policy's run-time settings. The default changes nothing.
 struct RopeScaling {
   RopeScalingMethod method = RopeScalingMethod::none;
@@ -123,8 +146,6 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
     return x;
   };
   RopeScaling scaling{.method = *parsed, .factor = number(parts[1], "factor")};
-  const bool yarn = *parsed == RopeScalingMethod::yarn;
-  const bool reads_length = yarn || *parsed == RopeScalingMethod::dynamic_ntk;
   for (std::size_t i = 2; i < parts.size(); ++i) {
     const std::size_t equals = parts[i].find('=');
     const std::string name = parts[i].substr(0, equals);
@@ -133,21 +154,22 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
     for (std::size_t j = 2; j < i; ++j)
       if (parts[j].substr(0, parts[j].find('=')) == name) fail("rope scaling '", text, "': ", name, " is given twice");
     const double value = number(parts[i].substr(equals + 1), name);
-    const auto read_by = [&](bool read, const char* readers) {
-      if (!read) fail("rope scaling '", text, "': ", name, " is read by ", readers, ", not ", parts[0]);
-    };
+    const bool known = name == "base" || name == "original_context" || name == "beta_fast" || name == "beta_slow" ||
+                       name == "attention_factor";
+    if (known && !rope_scaling_reads(*parsed, name))
+      fail("rope scaling '", text, "': ", name, " is read by ", rope_scaling_readers(name), ", not ", parts[0]);
     if (name == "base") {
       scaling.base = value;
     } else if (name == "original_context") {
-      read_by(reads_length, "dynamic-ntk and yarn");
       if (!(value >= 1 && value == std::floor(value) && value < 1e9))
         fail("rope scaling '", text, "': original_context must be a whole number ≥ 1");
       scaling.original_context = static_cast<std::size_t>(value);
-    } else if (name == "beta_fast" || name == "beta_slow" || name == "attention_factor") {
-      read_by(yarn, "yarn");
-      if (name == "beta_fast") scaling.beta_fast = value;
-      else if (name == "beta_slow") scaling.beta_slow = value;
-      else scaling.attention_factor = value;
+    } else if (name == "beta_fast") {
+      scaling.beta_fast = value;
+    } else if (name == "beta_slow") {
+      scaling.beta_slow = value;
+    } else if (name == "attention_factor") {
+      scaling.attention_factor = value;
     } else {
       fail("rope scaling '", text, "': unknown setting '", name,
            "' (known: base, original_context, beta_fast, beta_slow, attention_factor)");

@@ -83,9 +83,11 @@ struct DropoutMask {
   }
   // The hash of elements 4g … 4g + 3: element 4g + l's bits are 16·l … 16·l + 15.
   std::uint64_t group_bits(std::uint64_t group) const { return mix(key + 0x9E3779B97F4A7C15ULL * (group + 1)); }
-  bool keeps(std::uint64_t index) const {
-    return ((group_bits(index / lanes) >> (16 * (index % lanes))) & 0xFFFF) >= threshold();
+  // Whether lane l's 16-bit field of a group's hash keeps its element.
+  static bool field_keeps(std::uint64_t bits, std::uint64_t l, std::uint64_t threshold) {
+    return ((bits >> (16 * l)) & 0xFFFF) >= threshold;
   }
+  bool keeps(std::uint64_t index) const { return field_keeps(group_bits(index / lanes), index % lanes, threshold()); }
   template <std::floating_point S>
   S scale() const {
     return static_cast<S>(65536.0 / static_cast<double>(65536 - threshold()));
@@ -109,7 +111,7 @@ struct DropoutMask {
     }
     for (; i + lanes <= n; i += lanes) {
       const std::uint64_t bits = group_bits((first + i) / lanes);
-      for (std::size_t l = 0; l < lanes; ++l) to[i + l] = from[i + l] * (((bits >> (16 * l)) & 0xFFFF) >= t ? s : S(0));
+      for (std::size_t l = 0; l < lanes; ++l) to[i + l] = from[i + l] * (field_keeps(bits, l, t) ? s : S(0));
     }
     for (; i < n; ++i) to[i] = from[i] * (keeps(first + i) ? s : S(0));
   }

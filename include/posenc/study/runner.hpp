@@ -83,14 +83,13 @@ class StudyRunner {
         digest_(corpus_digest(corpus)),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
-    for (const RunSpec& spec : plan_)  // the first run of each shape is enough, but all are cheap to check
-      check_training_memory(config(spec), data_.vocab_size());
-    // Each configuration trains, as far as its settings and size go: a grid value out of range or
-    // a size the program is not built for fails here, not hours later when its runs start.
+    // Each configuration trains, as far as its memory, settings and size go: a grid value out of
+    // range or a size the program is not built for fails here, not hours later when its runs start.
     std::vector<RunConfig> checked;
     for (const RunSpec& spec : plan_) {
-      if (spec.fine_tune) continue;  // its settings are its base run's, but for the context and steps
       RunConfig c = config(spec);
+      check_training_memory(c, data_.vocab_size());
+      if (spec.fine_tune) continue;  // its settings are its base run's, but for the context and steps
       c.train.seed = 0;
       if (std::find(checked.begin(), checked.end(), c) != checked.end()) continue;
       try {
