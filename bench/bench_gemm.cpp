@@ -1,6 +1,7 @@
 // The study model's GEMM shapes on every GEMM backend of this build, one thread each, and parallel_gemm: FLOP/s.
 //   bench_gemm      rows named gemm/<backend>/<shape> (openblas, onednn, onednn_bf16 where the CPU has
-//                   bf16, posenc_parallel: gemm() split over posenc's threads as the model calls it);
+//                   bf16, posenc_parallel and posenc_parallel_bf16: gemm() split over posenc's threads
+//                   as the model calls it);
 //                   the context names the kernels. No repetition
 //                   statistics: Google Benchmark's "min" of a FLOP/s counter would be the slowest rate.
 #include <benchmark/benchmark.h>
@@ -52,7 +53,8 @@ constexpr Shape shapes[] = {
 using GemmFn = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,
                         std::size_t, const float*, std::size_t, float, float*, std::size_t);
 
-void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel) {
+void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel,
+         Precision precision = Precision::fp32) {
   const auto a = posenc_bench::random_floats(s.m * s.k, 8), b = posenc_bench::random_floats(s.k * s.n, 9);
   std::vector<float> c(s.m * s.n);
   const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
@@ -62,7 +64,7 @@ void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel)
   for (auto _ : state) {
     if (parallel)
       parallel_gemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(),
-                           s.n);
+                           s.n, precision);
     else
       gemm_fn(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
     benchmark::DoNotOptimize(c.data());
@@ -92,6 +94,10 @@ void register_all() {
     benchmark::RegisterBenchmark((std::string("gemm/posenc_parallel/") + s.name).c_str(),
                                  [&s](benchmark::State& st) { run(st, s, nullptr, true); })
         ->UseRealTime();
+    if (!bf16_unsupported_reason())
+      benchmark::RegisterBenchmark((std::string("gemm/posenc_parallel_bf16/") + s.name).c_str(),
+                                   [&s](benchmark::State& st) { run(st, s, nullptr, true, Precision::bf16); })
+          ->UseRealTime();
   }
 }
 

@@ -388,9 +388,9 @@ void check_fast_attention_every_policy(std::size_t T, bool causal) {
 
 TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind of hook", "", float, double) {
   ThreadCounts restore;
-  // T = 70 spans three query blocks, the last one partial; T = 5 is inside one block; FIRE's
+  // the longer T spans three query blocks, the last one partial; T = 5 is inside one block; FIRE's
   // threshold (a quarter of T) puts queries on both of its sides.
-  for (std::size_t T : {std::size_t{5}, std::size_t{70}})
+  for (std::size_t T : {std::size_t{5}, 2 * fast::attention_block + 6})
     for (bool causal : {true, false})
       for (int threads : {1, 3}) {
         set_num_threads(threads);

@@ -10,12 +10,15 @@
 #include <thread>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <posenc/transformer.hpp>
 
 #include "gradient_check.hpp"
+#include "thread_counts.hpp"
 
 using namespace posenc;
 
@@ -180,6 +183,26 @@ TEST_CASE("bf16 GEMMs round both operands to bfloat16 and accumulate in float, o
                                   out.data(), p.ldc, Precision::bf16),
                       Catch::Contains("alpha must be 1"));
   }
+}
+
+TEST_CASE("a bf16 GEMM split over threads gives the products of the rounded operands") {
+  if (bf16_unsupported_reason()) return;  // the test above checks the refusal
+  const posenc_test::ThreadCounts restore;
+  for (const int threads : {2, 3})
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const auto& [m, n] : std::initializer_list<std::pair<std::size_t, std::size_t>>{{150, 40}, {40, 150}}) {
+          DYNAMIC_SECTION(threads << " threads, transA " << ta << " transB " << tb << ", " << m << "×" << n) {
+            set_num_threads(threads);
+            // split by rows, then by columns; 2·m·n·k above parallel_gemm's serial size
+            const Problem q = make_problem(m, n, 200, ta, tb, 41);
+            std::vector<float> got = q.c0;
+            parallel_gemm<float>(ta, tb, q.m, q.n, q.k, 1.0f, q.a.data(), q.lda, q.b.data(), q.ldb, 1.0f, got.data(),
+                                 q.ldc, Precision::bf16);
+            CHECK(block_error(q, got, direct(q, 1.0f, 1.0f, round_to_bf16)) < 1e-5);
+            CHECK(block_error(q, got, direct(q, 1.0f, 1.0f, [](float x) { return x; })) > 1e-4);
+          }
+        }
 }
 
 TEST_CASE("a bf16 model trains close to its fp32 twin, or refuses to be built with the reason") {

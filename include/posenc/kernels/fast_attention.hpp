@@ -19,8 +19,11 @@
 namespace posenc::fast {
 
 // Queries are taken attention_block at a time; block [i0, i0+rows) needs keys [0, i0+rows) only,
-// so at T = 128 the products cover 10/16 of the (T,T) square instead of all of it.
-inline constexpr std::size_t attention_block = 16;
+// so at T = 128 the products cover 3/4 of the (T,T) square instead of all of it, at T = 512 9/16.
+// Smaller blocks skip more, but the products are small enough that a call's own cost decides:
+// forward + backward at B 32, H 4, head dim 48 took 10.6, 27.0 and 84.6 ms at T = 128, 256, 512
+// with blocks of 16, and 7.7, 19.9 and 59.2 ms with 64 (ALiBi-single; bench_attention, Zen 5).
+inline constexpr std::size_t attention_block = 64;
 
 // Scratch attention_backward needs, in scalars, when `threads` threads run it: per thread one
 // (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; with
