@@ -8,13 +8,18 @@
 #   all three together
 # The study's own settings are the published design as reproduced: its 12 records are copied from
 # results/published-design, so 48 runs train (about 14 h on two cores). Resumable: the same command
-# continues. Writes runs/published-settings.
+# continues, also from a new checkout: commit runs/published-settings/records/*.json to
+# docs/results/published-settings/records as runs finish. Writes runs/published-settings.
 set -eu
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"
 out=runs/published-settings
 mkdir -p "$out/records"
 cp -n docs/results/published-design/records/*-steps2000.json "$out/records/"
+# the runs finished in earlier sessions, committed as they finished (a new checkout has no runs/)
+if [ -d docs/results/published-settings/records ]; then
+  cp -n docs/results/published-settings/records/*.json "$out/records/"
+fi
 nice -n 19 build/release/examples/study --variants learned,sinusoidal,rope,alibi-single \
   --seeds 1337,2024,42 --extended-steps 0 --jobs 2 --out "$out" \
   --grid-point init=pytorch --grid-point dropout=0.1 --grid-point 'lr_schedule=cosine warmup_steps=100' \
