@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """posenc against PyTorch on this machine, back to back in one invocation: fp32 and bf16 training, attention, generation.
 
-    /usr/bin/python3 bench/compare.py [--build build/release] [--rss-steps 1000] [--repetitions 3]
+    /usr/bin/python3 bench/compare.py [--build build/release] [--rss-steps 1000] [--repetitions 3] [--rounds 5]
 
 Needs a Release build with the benchmarks (cmake --preset release && cmake --build build/release),
 Debian's python3-torch (scripts/install-deps.sh --bench), /usr/bin/time, and Tiny Shakespeare
@@ -83,6 +83,8 @@ def main():
     parser.add_argument("--repetitions", type=int, default=3,
                         help="repetitions of every timing, posenc's and PyTorch's; the fastest counts")
     parser.add_argument("--torch-steps", type=int, default=5, help="PyTorch steps per timed block")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds of the alternated RoPE comparison (posenc, then PyTorch, each round)")
     args = parser.parse_args()
     bench = os.path.join(args.build, "bench")
     shakespeare = os.path.join(args.build, "examples/shakespeare")
@@ -139,6 +141,32 @@ def main():
         cell = lambda v: f"{v:,.0f}" if v else "n/a"  # noqa: E731
         ratio = lambda a, b: f"{a / b:.2f}×" if a and b else "n/a"  # noqa: E731
         print(f"| {py} | {cell(fp32)} | {cell(bf16)} | {cell(t32)} | {cell(t16)} | {ratio(bf16, t32)} | {ratio(bf16, t16)} |")
+
+    # 1b. RoPE alternated: posenc (fp32, bf16) and PyTorch's best fp32 setting timed in turn, round
+    #     by round, so that a machine whose speed drifts over minutes (a shared host) moves both
+    #     sides of each round's ratio alike; the tables above time all of PyTorch first
+    print(f"\n## RoPE alternated, {args.rounds} rounds (tokens/s; each round posenc fp32 and bf16, then PyTorch "
+          f"fp32 at its best setting, each the fastest of {args.repetitions} repetitions)\n")
+    print("| round | posenc fp32 | posenc bf16 | PyTorch fp32 | fp32 / PyTorch | bf16 / PyTorch |\n"
+          "|---:|---:|---:|---:|---:|---:|")
+    fp32_ratios, bf16_ratios = [], []
+    for i in range(args.rounds):
+        # as many repetitions as the tables above: PyTorch's first timed block after its warm-up is
+        # often its slowest (one block a round measured it 25–40% below its best)
+        ours = google_benchmark(os.path.join(bench, "bench_model"), "train_step(_bf16)?<RoPE>", args.repetitions)
+        theirs = pytorch(baseline, args, best_env, ["--policies", "rope"] + best_args)[0]["tokens_per_second"]
+        fp32 = tokens / ours["train_step<RoPE>/real_time"]["seconds"]
+        bf16_row = ours.get("train_step_bf16<RoPE>/real_time")
+        bf16 = tokens / bf16_row["seconds"] if bf16_row else None
+        fp32_ratios.append(fp32 / theirs)
+        if bf16:
+            bf16_ratios.append(bf16 / theirs)
+        bf16_cells = f"{bf16:,.0f} | " if bf16 else "n/a | "
+        print(f"| {i + 1} | {fp32:,.0f} | {bf16_cells}{theirs:,.0f} | {fp32 / theirs:.2f}× | "
+              f"{f'{bf16 / theirs:.2f}×' if bf16 else 'n/a'} |")
+    median = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
+    print(f"\nmedian of the rounds' ratios: fp32 {median(fp32_ratios):.2f}×"
+          + (f", bf16 {median(bf16_ratios):.2f}×" if bf16_ratios else ""))
 
     # 2. RoPE and ALiBi attention against NoPE's
     att = google_benchmark(os.path.join(bench, "bench_attention"), "attention/fast", args.repetitions)
