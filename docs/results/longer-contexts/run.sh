@@ -14,6 +14,12 @@ root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"  # the records name their checkpoints relative to here
 out=runs/longer-contexts
 mkdir -p "$out/records"
+# Runs finished in earlier sessions, committed as they finished (a new checkout has no runs/).
+# A fine-tune needs its base run's checkpoint, which is not committed: commit a base run's record
+# only together with the records of all its fine-tunes (the study runs them right after it).
+if [ -d docs/results/longer-contexts/records ]; then
+  cp -n docs/results/longer-contexts/records/*.json "$out/records/"
+fi
 for v in learned sinusoidal rope alibi-single; do
   for seed in 4 5 6; do
     record="runs/power10/records/$v-seed$seed-steps2000.json"
