@@ -556,3 +556,22 @@ TEST_CASE("a scaling spec names the method, the factor and any setting the metho
   CHECK(problem("yarn:4:base=1").find("the base must be a finite number > 1") != std::string::npos);
   CHECK(problem("yarn").find("expected METHOD:FACTOR") != std::string::npos);
 }
+
+TEST_CASE("every setting in the scaling settings' table is set, reported and read back through one field") {
+  for (const RopeScalingSetting& setting : rope_scaling_settings) {
+    CAPTURE(setting.name);
+    // 7 is in range for each (a base > 1, a whole context, beta_slow < beta_fast's default 32)
+    const RopeScaling scaling = parse_rope_scaling_spec("yarn:4:" + std::string(setting.name) + "=7");
+    CHECK(scaling != parse_rope_scaling_spec("yarn:4"));
+    CHECK(scaling.changed_settings() == std::vector<std::pair<std::string, double>>{{std::string(setting.name), 7}});
+    CHECK(rope_scaling_reads(RopeScalingMethod::yarn, setting.name));
+    CHECK(scaling.label() == "yarn ×4 " + std::string(setting.name) + "=7");
+  }
+  CHECK(RopeScaling{}.changed_settings().empty());
+  CHECK_THROWS_WITH(parse_rope_scaling_spec("yarn:4:original_context=6.5"),
+                    "rope scaling 'yarn:4:original_context=6.5': original_context must be a whole number ≥ 1");
+  CHECK_THROWS_WITH(parse_rope_scaling_spec("yarn:4:alpha=2"),
+                    "rope scaling 'yarn:4:alpha=2': unknown setting 'alpha' "
+                    "(known: base, original_context, beta_fast, beta_slow, attention_factor)");
+  CHECK_THROWS_WITH(rope_scaling_reads(RopeScalingMethod::yarn, "alpha"), Catch::Contains("no setting is named"));
+}

@@ -48,29 +48,6 @@ inline std::optional<RopeScalingMethod> parse_rope_scaling(std::string_view name
   return std::nullopt;
 }
 
-// Whether `method` reads the setting named `setting` (factor, or one of RopeScaling's
-// changed_settings() names): the base is read by every method, the factor by every scaling,
-// original_context by those whose angles depend on L, and YaRN's ramp and magnitude by yarn only.
-// A setting given to a method that does not read it would be recorded and change nothing.
-inline bool rope_scaling_reads(RopeScalingMethod method, std::string_view setting) {
-  using enum RopeScalingMethod;
-  if (setting == "base") return true;
-  if (setting == "factor") return method != none;
-  if (setting == "original_context") return method == dynamic_ntk || method == yarn;
-  return method == yarn;  // beta_fast, beta_slow, attention_factor
-}
-
-// The methods that read `setting`, as a list for messages: "dynamic-ntk and yarn".
-inline std::string rope_scaling_readers(std::string_view setting) {
-  std::vector<std::string_view> readers;
-  for (const auto& [method, name] : rope_scaling_names)
-    if (rope_scaling_reads(method, setting)) readers.push_back(name);
-  std::string list;
-  for (std::size_t i = 0; i < readers.size(); ++i)
-    list.append(i == 0 ? "" : i + 1 == readers.size() ? " and " : ", ").append(readers[i]);
-  return list;
-}
-
 // A rotary policy's run-time settings. The default changes nothing.
 struct RopeScaling {
   RopeScalingMethod method = RopeScalingMethod::none;
@@ -107,25 +84,87 @@ struct RopeScaling {
 
   // One line for logs and reports, e.g. "yarn ×4 (base 10000, L 128)".
   std::string describe(double policy_base, std::size_t context) const;
-  // The settings that differ from their defaults, as NAME and value: base, original_context,
-  // beta_fast, beta_slow, attention_factor (the names a scaling spec takes).
-  std::vector<std::pair<std::string, double>> changed_settings() const {
-    const RopeScaling defaults;
-    std::vector<std::pair<std::string, double>> changed;
-    if (base) changed.emplace_back("base", *base);
-    if (original_context != 0) changed.emplace_back("original_context", static_cast<double>(original_context));
-    if (beta_fast != defaults.beta_fast) changed.emplace_back("beta_fast", beta_fast);
-    if (beta_slow != defaults.beta_slow) changed.emplace_back("beta_slow", beta_slow);
-    if (attention_factor) changed.emplace_back("attention_factor", *attention_factor);
-    return changed;
-  }
+  // The settings that differ from their defaults, as NAME and value, in rope_scaling_settings' order
+  // (the names a scaling spec takes).
+  std::vector<std::pair<std::string, double>> changed_settings() const;
   // The method and factor and any changed setting, e.g. "yarn ×4" or "yarn ×4 beta_fast=16";
   // "none" for the trained angles.
   std::string label() const;
 };
 
+// A scaling's settings besides its method and factor, by the names a scaling spec, labels and
+// messages use: which methods read each, its value where it differs from the default, and how a
+// value is set (whole: only a whole number ≥ 1 is a value). One table drives the spec parser,
+// changed_settings() and the CLI's checks.
+struct RopeScalingSetting {
+  std::string_view name;
+  bool (*read_by)(RopeScalingMethod);
+  std::optional<double> (*changed)(const RopeScaling&);  // nullopt where the setting has its default
+  void (*set)(RopeScaling&, double);
+  bool whole = false;
+};
+
+// the base by every method, original_context by those whose angles depend on L, YaRN's ramp and
+// magnitude by yarn only
+inline constexpr std::array<RopeScalingSetting, 5> rope_scaling_settings = {{
+    {"base", [](RopeScalingMethod) { return true; },
+     [](const RopeScaling& r) { return r.base; }, [](RopeScaling& r, double v) { r.base = v; }},
+    {"original_context",
+     [](RopeScalingMethod m) { return m == RopeScalingMethod::dynamic_ntk || m == RopeScalingMethod::yarn; },
+     [](const RopeScaling& r) {
+       return r.original_context != 0 ? std::optional<double>(static_cast<double>(r.original_context)) : std::nullopt;
+     },
+     [](RopeScaling& r, double v) { r.original_context = static_cast<std::size_t>(v); }, true},
+    {"beta_fast", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
+     [](const RopeScaling& r) {
+       return r.beta_fast != RopeScaling{}.beta_fast ? std::optional(r.beta_fast) : std::nullopt;
+     },
+     [](RopeScaling& r, double v) { r.beta_fast = v; }},
+    {"beta_slow", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
+     [](const RopeScaling& r) {
+       return r.beta_slow != RopeScaling{}.beta_slow ? std::optional(r.beta_slow) : std::nullopt;
+     },
+     [](RopeScaling& r, double v) { r.beta_slow = v; }},
+    {"attention_factor", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
+     [](const RopeScaling& r) { return r.attention_factor; },
+     [](RopeScaling& r, double v) { r.attention_factor = v; }},
+}};
+
+inline const RopeScalingSetting* find_rope_scaling_setting(std::string_view name) {
+  for (const RopeScalingSetting& setting : rope_scaling_settings)
+    if (setting.name == name) return &setting;
+  return nullptr;
+}
+
+// Whether `method` reads `setting`: "factor" (read by every scaling) or a rope_scaling_settings
+// name. A setting given to a method that does not read it would be recorded and change nothing.
+inline bool rope_scaling_reads(RopeScalingMethod method, std::string_view setting) {
+  if (setting == "factor") return method != RopeScalingMethod::none;
+  const RopeScalingSetting* found = find_rope_scaling_setting(setting);
+  if (found == nullptr) fail("rope scaling: no setting is named '", setting, "'");
+  return found->read_by(method);
+}
+
+// The methods that read `setting`, as a list for messages: "dynamic-ntk and yarn".
+inline std::string rope_scaling_readers(std::string_view setting) {
+  std::vector<std::string_view> readers;
+  for (const auto& [method, name] : rope_scaling_names)
+    if (rope_scaling_reads(method, setting)) readers.push_back(name);
+  std::string list;
+  for (std::size_t i = 0; i < readers.size(); ++i)
+    list.append(i == 0 ? "" : i + 1 == readers.size() ? " and " : ", ").append(readers[i]);
+  return list;
+}
+
+inline std::vector<std::pair<std::string, double>> RopeScaling::changed_settings() const {
+  std::vector<std::pair<std::string, double>> changed;
+  for (const RopeScalingSetting& setting : rope_scaling_settings)
+    if (const auto value = setting.changed(*this)) changed.emplace_back(setting.name, *value);
+  return changed;
+}
+
 // A scaling written METHOD:FACTOR[:NAME=VALUE…] (linear:4, ntk:8, dynamic-ntk:8, yarn:8,
-// yarn:8:beta_fast=16:base=500), NAME one of changed_settings()' names that the method reads,
+// yarn:8:beta_fast=16:base=500), NAME one of rope_scaling_settings' names that the method reads,
 // every other setting its default; posenc::Error saying what is wrong otherwise.
 inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
   std::vector<std::string> parts;
@@ -154,26 +193,17 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
     for (std::size_t j = 2; j < i; ++j)
       if (parts[j].substr(0, parts[j].find('=')) == name) fail("rope scaling '", text, "': ", name, " is given twice");
     const double value = number(parts[i].substr(equals + 1), name);
-    const bool known = name == "base" || name == "original_context" || name == "beta_fast" || name == "beta_slow" ||
-                       name == "attention_factor";
-    if (known && !rope_scaling_reads(*parsed, name))
-      fail("rope scaling '", text, "': ", name, " is read by ", rope_scaling_readers(name), ", not ", parts[0]);
-    if (name == "base") {
-      scaling.base = value;
-    } else if (name == "original_context") {
-      if (!(value >= 1 && value == std::floor(value) && value < 1e9))
-        fail("rope scaling '", text, "': original_context must be a whole number ≥ 1");
-      scaling.original_context = static_cast<std::size_t>(value);
-    } else if (name == "beta_fast") {
-      scaling.beta_fast = value;
-    } else if (name == "beta_slow") {
-      scaling.beta_slow = value;
-    } else if (name == "attention_factor") {
-      scaling.attention_factor = value;
-    } else {
-      fail("rope scaling '", text, "': unknown setting '", name,
-           "' (known: base, original_context, beta_fast, beta_slow, attention_factor)");
+    const RopeScalingSetting* setting = find_rope_scaling_setting(name);
+    if (setting == nullptr) {
+      std::string known;
+      for (const RopeScalingSetting& s : rope_scaling_settings) known.append(known.empty() ? "" : ", ").append(s.name);
+      fail("rope scaling '", text, "': unknown setting '", name, "' (known: ", known, ")");
     }
+    if (!setting->read_by(*parsed))
+      fail("rope scaling '", text, "': ", name, " is read by ", rope_scaling_readers(name), ", not ", parts[0]);
+    if (setting->whole && !(value >= 1 && value == std::floor(value) && value < 1e9))
+      fail("rope scaling '", text, "': ", name, " must be a whole number ≥ 1");
+    setting->set(scaling, value);
   }
   scaling.validate();
   return scaling;

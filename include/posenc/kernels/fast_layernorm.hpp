@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
@@ -109,31 +110,11 @@ void layernorm_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* i
       }
     }
   }, 8, 64);
-  // dweight, dbias: split over columns, each summed over rows in order (as the reference does, so
-  // the sums are the same whatever the thread count), in a copy of the chunk's sums: summed in
-  // place, every row stored them again (they may alias the inputs) and two threads wrote the same
-  // cache line at the chunks' border, which made two threads 2.5× slower than one
-  parallel_for_chunks(C, [&](std::size_t c0, std::size_t c1) {
-    constexpr std::size_t columns = 64;  // a block of sums kept on the stack
-    for (std::size_t b0 = c0; b0 < c1; b0 += columns) {
-      const std::size_t b1 = std::min(c1, b0 + columns);
-      S bias_sum[columns], weight_sum[columns];
-      std::copy(dbias + b0, dbias + b1, bias_sum);
-      std::copy(dweight + b0, dweight + b1, weight_sum);
-      for (std::size_t n = 0; n < N; ++n) {
-        const S* x = inp + n * C;
-        const S* dy = dout + n * C;
-        const S m = mean[n];
-        const S s = rstd[n];
-        for (std::size_t c = b0; c < b1; ++c) {
-          bias_sum[c - b0] += dy[c];
-          weight_sum[c - b0] += (x[c] - m) * s * dy[c];
-        }
-      }
-      std::copy(bias_sum, bias_sum + (b1 - b0), dbias + b0);
-      std::copy(weight_sum, weight_sum + (b1 - b0), dweight + b0);
-    }
-  }, 16, 64);
+  // dbias += Σ_n dy, dweight += Σ_n norm·dy, in order over n (as the reference)
+  add_column_sums<S, 2>({dbias, dweight}, N, C, [&](std::size_t n, std::size_t c) {
+    const S dy = dout[n * C + c];
+    return std::array<S, 2>{dy, (inp[n * C + c] - mean[n]) * rstd[n] * dy};
+  });
 }
 
 }  // namespace posenc::fast

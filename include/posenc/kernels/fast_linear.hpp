@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 
@@ -35,24 +36,10 @@ void linear_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* inp,
     parallel_gemm<S>(false, false, N, C, OC, S(1), dout, OC, weight, C, overwrite_dinp ? S(0) : S(1),
                      dinp, C, precision);
   parallel_gemm<S>(true, false, OC, C, N, S(1), dout, OC, inp, C, S(1), dweight, C, precision);
-  // out += bias  →  dbias += Σ_n dout, split over columns: each sum runs over n in order, as in
-  // the reference, so the result does not depend on the thread count; in a copy of the chunk's
-  // sums, as fast::layernorm_backward's (summed in place, they were stored again every row)
-  if (dbias != nullptr) {
-    parallel_for_chunks(OC, [&](std::size_t o0, std::size_t o1) {
-      constexpr std::size_t columns = 64;
-      for (std::size_t b0 = o0; b0 < o1; b0 += columns) {
-        const std::size_t b1 = std::min(o1, b0 + columns);
-        S sum[columns];
-        std::copy(dbias + b0, dbias + b1, sum);
-        for (std::size_t n = 0; n < N; ++n) {
-          const S* row = dout + n * OC;
-          for (std::size_t o = b0; o < b1; ++o) sum[o - b0] += row[o];
-        }
-        std::copy(sum, sum + (b1 - b0), dbias + b0);
-      }
-    }, 16, 64);
-  }
+  // out += bias  →  dbias += Σ_n dout, in order over n (as the reference)
+  if (dbias != nullptr)
+    add_column_sums<S, 1>({dbias}, N, OC,
+                          [&](std::size_t n, std::size_t o) { return std::array<S, 1>{dout[n * OC + o]}; });
 }
 
 }  // namespace posenc::fast
