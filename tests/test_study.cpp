@@ -538,13 +538,53 @@ TEST_CASE("a grid's summary compares the variants within each setting and each v
   CHECK(*rope.p_holm == Approx(rope.test->p));  // the other comparison has no pairs: a family of one
   CHECK(g.across[1].val.empty());
   const std::string md = grid_summary_markdown(g);
-  CHECK(md.find("| rope | init=pytorch | 3 | 1.4800 | 1.5233 | -0.0433 |") != std::string::npos);
+  CHECK(md.find("| rope | init=pytorch | init=normal | 3 | 1.4800 | 1.5233 | -0.0433 |") != std::string::npos);
   CHECK(md.find("## Setting init=pytorch") != std::string::npos);
   CHECK(md.find("### Validation loss by variant") != std::string::npos);
   const std::string csv = grid_summary_csv(g);
   CHECK(csv.find("setting,variant,n,") == 0);
   CHECK(csv.find("\n\"init=pytorch\",rope,3,") != std::string::npos);
   CHECK(grid_summary_json(g)["across"][0]["paired_t_test"]["df"] == 2);
+}
+
+TEST_CASE("a crossed grid compares each point with the first and with each point one axis away") {
+  StudyDesign d;
+  d.variants = {"rope"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.grid = {parse_grid_axis("init=normal,pytorch"), parse_grid_axis("dropout=0,0.1")};
+  // points: 0 normal/0, 1 normal/0.1, 2 pytorch/0, 3 pytorch/0.1
+  CHECK(comparison_pairs(d) ==
+        std::vector<std::pair<std::size_t, std::size_t>>{{1, 0}, {2, 0}, {3, 0}, {3, 1}, {3, 2}});
+  StudyDesign one_axis = d;
+  one_axis.grid.pop_back();
+  CHECK(comparison_pairs(one_axis) == std::vector<std::pair<std::size_t, std::size_t>>{{1, 0}});
+  // val = 1.5 + 0.1 for pytorch + 0.05 for dropout + 0.02 more for both together, + seed/100
+  std::vector<RunRecord> records;
+  for (std::uint64_t s = 1; s <= 3; ++s)
+    for (const std::string init : {"normal", "pytorch"})
+      for (const std::string dropout : {"0", "0.1"}) {
+        const double val = 1.5 + (init == "pytorch" ? 0.1 : 0) + (dropout == "0.1" ? 0.05 : 0) +
+                           (init == "pytorch" && dropout == "0.1" ? 0.02 : 0) + static_cast<double>(s) / 100;
+        RunRecord r = record("rope", s, 2000, val, val - 0.1);
+        r.config = run_config(d, RunSpec{"rope", s, 2000, GridPoint{{{"init", init}, {"dropout", dropout}}}},
+                              "test-data");
+        records.push_back(r);
+      }
+  const GridSummary g = summarize_grid(d, records);
+  REQUIRE(g.across.size() == 5);
+  CHECK(g.across[2].setting == "init=pytorch dropout=0.1");
+  CHECK(g.across[2].baseline == "init=normal dropout=0");
+  CHECK(g.across[2].mean_difference == Approx(0.17));
+  CHECK(g.across[3].baseline == "init=normal dropout=0.1");  // init's effect with dropout held at 0.1
+  CHECK(g.across[3].mean_difference == Approx(0.12));
+  CHECK(g.across[4].baseline == "init=pytorch dropout=0");  // dropout's effect with init held at pytorch
+  CHECK(g.across[4].mean_difference == Approx(0.07));
+  CHECK(g.across[4].seeds == std::vector<std::uint64_t>{1, 2, 3});
+  const std::string md = grid_summary_markdown(g);
+  CHECK(md.find("| rope | init=pytorch dropout=0.1 | init=pytorch dropout=0 | 3 | 1.6900 | 1.6200 | +0.0700 |") !=
+        std::string::npos);
+  CHECK(md.find("differs in one axis") != std::string::npos);
 }
 
 TEST_CASE("listed grid points: the study's own settings, then each point's settings together, not crossed") {

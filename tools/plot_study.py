@@ -320,7 +320,9 @@ def plot_grid(summary, study):
 
 def plot_grid_differences(summary, study):
     """Each variant at each setting minus the same variant at the first setting, paired by seed."""
-    across = [c for c in summary.get("across", []) if c["val_loss"]]
+    first = summary["settings"][0]["setting"]
+    # a crossed grid also compares points one axis apart; this plot keeps those against the first
+    across = [c for c in summary.get("across", []) if c["val_loss"] and c["baseline"] == first]
     if not across:
         return False
     settings = [s["setting"] for s in summary["settings"][1:]]

@@ -121,8 +121,9 @@ fi
 if "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,true --out grid > grid.log 2>&1 &&
    [ "$(ls grid/records | wc -l)" -eq 4 ] && [ -f grid/records/learned-seed1-steps1-init-pytorch-tie_weights-true.json ] &&
    grep -q "## Each variant across the settings" grid/summary.md &&
-   grep -q "| learned | init=pytorch tie_weights=true | 1 |" grid/summary.md &&
-   python3 -c 'import json,sys; j=json.load(open("grid/summary.json")); sys.exit(0 if len(j["settings"]) == 4 and len(j["across"]) == 3 else 1)' &&
+   grep -q "| learned | init=pytorch tie_weights=true | init=normal tie_weights=false | 1 |" grid/summary.md &&
+   grep -q "| learned | init=pytorch tie_weights=true | init=normal tie_weights=true | 1 |" grid/summary.md &&
+   python3 -c 'import json,sys; j=json.load(open("grid/summary.json")); sys.exit(0 if len(j["settings"]) == 4 and len(j["across"]) == 5 else 1)' &&
    "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,true --out grid > grid-again.log 2>&1 &&
    grep -q "4 finished, 0 to run" grid-again.log; then
   pass "--grid crosses settings with the variants and seeds, resumes, and summarises each variant across them"
@@ -135,7 +136,7 @@ mkdir -p points/records && cp narrow/records/learned-seed1-steps1.json points/re
 if "$bin" "${one_step[@]}" --grid-point init=pytorch --grid-point 'dropout=0.1 tie-weights=true' --out points \
      > points.log 2>&1 && grep -q "3 runs in the design, 1 finished, 2 to run" points.log &&
    [ -f points/records/learned-seed1-steps1-dropout-0.1-tie_weights-true.json ] &&
-   grep -q "| learned | dropout=0.1 tie_weights=true | 1 |" points/summary.md &&
+   grep -q "| learned | dropout=0.1 tie_weights=true | the study's settings | 1 |" points/summary.md &&
    grep -q "## Setting the study's settings" points/summary.md &&
    python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["config"]["embedding_std"] != 1.0)' \
      points/records/learned-seed1-steps1-init-pytorch.json; then

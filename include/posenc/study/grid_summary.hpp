@@ -1,6 +1,7 @@
 // summarize_grid(): a grid study's statistics — the variants within each setting, and each variant across settings.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -22,8 +23,8 @@
 
 namespace posenc {
 
-// One variant at one grid point against the same variant at the first point (the baseline),
-// paired by seed over the seeds both have.
+// One variant at one grid point against the same variant at another (the baseline), paired by
+// seed over the seeds both have.
 struct SettingComparison {
   std::string variant;
   std::string setting, baseline;  // setting_label()
@@ -37,7 +38,7 @@ struct SettingComparison {
 struct GridSummary {
   StudyDesign design;
   std::vector<std::pair<GridPoint, StudySummary>> settings;  // the variants compared within each point
-  std::vector<SettingComparison> across;                      // each variant at each point but the first
+  std::vector<SettingComparison> across;                      // each variant, comparison_pairs' order
 };
 
 // A point's name in a summary: its settings, or for the empty point of a listed grid the study's own.
@@ -64,8 +65,31 @@ inline bool made_at(const RunRecord& record, const StudyDesign& at, const std::v
   return true;
 }
 
+// Which point is compared with which, as (point, baseline) indices into study_points(design):
+// every point but the first against the first (a listed grid's points against the study's own
+// settings; a crossed grid's combined effect); and in a grid of several axes, each point against
+// the point that differs from it only in one axis, set back to its first value, so each axis's
+// effect is also seen with the others held (a 2 × 2 grid: the two single changes against the
+// first, and the corner against each of them and against the first).
+inline std::vector<std::pair<std::size_t, std::size_t>> comparison_pairs(const StudyDesign& design) {
+  const std::vector<GridPoint> points = study_points(design);
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  for (std::size_t k = 1; k < points.size(); ++k) {
+    pairs.emplace_back(k, 0);
+    if (design.grid.size() < 2) continue;
+    for (std::size_t a = 0; a < design.grid.size(); ++a) {
+      GridPoint held = points[k];
+      held.values[a].second = design.grid[a].values.front();
+      const auto baseline = static_cast<std::size_t>(std::find(points.begin(), points.end(), held) - points.begin());
+      if (baseline != k && baseline != 0) pairs.emplace_back(k, baseline);  // against the first is above
+    }
+  }
+  return pairs;
+}
+
 // Every point's summary (summarize_study over its records), and each variant's final validation
-// loss at every point but the first against the first, paired by seed, Holm-adjusted together.
+// loss at the points comparison_pairs() names against their baselines, paired by seed,
+// Holm-adjusted together.
 inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<RunRecord>& records) {
   GridSummary g;
   g.design = design;
@@ -86,12 +110,12 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
           for (std::size_t i = 0; i < v.seeds.size(); ++i) val[v.seeds[i]] = v.val[i];
       return val;
     };
-    const std::map<std::uint64_t, double> baseline = by_seed(g.settings.front().second);
-    for (std::size_t k = 1; k < g.settings.size(); ++k) {
+    for (const auto& [k, base] : comparison_pairs(design)) {
+      const std::map<std::uint64_t, double> baseline = by_seed(g.settings[base].second);
       SettingComparison c;
       c.variant = variant;
       c.setting = setting_label(g.settings[k].first);
-      c.baseline = setting_label(g.settings.front().first);
+      c.baseline = setting_label(g.settings[base].first);
       for (const auto& [seed, val] : by_seed(g.settings[k].second))
         if (const auto it = baseline.find(seed); it != baseline.end()) {
           c.seeds.push_back(seed);
@@ -160,12 +184,14 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
      << " settings" << (g.design.grid_list.empty() ? "" : " (the study's own and each listed point)")
      << ". First each variant across the settings, against "
      << (g.design.grid_list.empty() ? "`" + g.settings.front().first.label() + "`" : "the study's own settings")
+     << (g.design.grid.size() > 1 ? " and against each setting that differs in one axis set back to its first value"
+                                  : "")
      << " (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
      << "## Each variant across the settings\n\n"
-     << "| variant | setting | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
-     << "|---|---|---|---|---|---|---|---|---|\n";
+     << "| variant | setting | against | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SettingComparison& c : g.across) {
-    md << "| " << c.variant << " | " << c.setting << " | " << c.val.size() << " | ";
+    md << "| " << c.variant << " | " << c.setting << " | " << c.baseline << " | " << c.val.size() << " | ";
     if (c.val.empty()) {
       md << "— | — | — | — | — | — |\n";
       continue;
