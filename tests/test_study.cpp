@@ -584,7 +584,7 @@ TEST_CASE("a crossed grid compares each point with the first and with each point
   const std::string md = grid_summary_markdown(g);
   CHECK(md.find("| rope | init=pytorch dropout=0.1 | init=pytorch dropout=0 | 3 | 1.6900 | 1.6200 | +0.0700 |") !=
         std::string::npos);
-  CHECK(md.find("differs in one axis") != std::string::npos);
+  CHECK(md.find("against each setting one axis away") != std::string::npos);
 }
 
 TEST_CASE("listed grid points: the study's own settings, then each point's settings together, not crossed") {

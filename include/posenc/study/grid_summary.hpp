@@ -184,8 +184,7 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
      << " settings" << (g.design.grid_list.empty() ? "" : " (the study's own and each listed point)")
      << ". First each variant across the settings, against "
      << (g.design.grid_list.empty() ? "`" + g.settings.front().first.label() + "`" : "the study's own settings")
-     << (g.design.grid.size() > 1 ? " and against each setting that differs in one axis set back to its first value"
-                                  : "")
+     << (g.design.grid.size() > 1 ? " and against each setting one axis away (that axis at its first value)" : "")
      << " (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
      << "## Each variant across the settings\n\n"
      << "| variant | setting | against | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
