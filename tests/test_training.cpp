@@ -295,6 +295,27 @@ TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and dif
   CHECK(trained(1, 0.0) != one);
 }
 
+// The loss estimates draw their batches from their own seeds and run without dropout, so a study
+// may estimate less often or over fewer batches and train the same models (longer-contexts/run.sh).
+TEST_CASE("the loss estimates leave training alone: any eval_every and eval_iters train the same bits") {
+  const CharDataset data(corpus());
+  for (const double dropout : {0.0, 0.1}) {
+    CAPTURE(dropout);
+    const auto trained = [&](std::int64_t eval_every, std::size_t eval_iters) {
+      TrainConfig config = small_config();
+      config.steps = 6;
+      config.eval_every = eval_every;
+      config.eval_iters = eval_iters;
+      Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .dropout = dropout});
+      const std::vector<StepReport> reports = train(model, data, config);
+      return std::make_pair(parameters_of(model), reports.back().loss);
+    };
+    const auto rare = trained(100, 1);
+    CHECK(trained(2, 5) == rare);
+    CHECK(trained(1, 3) == rare);
+  }
+}
+
 TEST_CASE("a run asked to stop saves the step it is at, and resumes to the uninterrupted run's bits") {
   const CharDataset data(corpus());
   TrainConfig config = small_config();
