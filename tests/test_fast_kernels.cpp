@@ -192,6 +192,24 @@ TEMPLATE_TEST_CASE("GELU, reference and fast, forward and backward, is PyTorch's
   }
 }
 
+TEST_CASE("GELU's 16-wide path gives the 8-wide path's bits") {
+  if (!simd::cpu_has_avx512f()) {
+    WARN("this CPU has no AVX-512F: the 16-wide path is not run here");
+    return;
+  }
+  const std::size_t n = 4096 + 13;  // a tail the 16-wide loop leaves to the 4-wide one
+  const auto x = random_as<float>(n, 21, 4.0), dy = random_as<float>(n, 22);
+  std::vector<float> y8(n), y16(n), dx8 = random_as<float>(n, 23), dx16 = dx8;
+  fast::detail::gelu_forward_avx2(y8.data(), x.data(), n);
+  fast::detail::gelu_forward_avx512(y16.data(), x.data(), n);
+  CHECK(y16 == y8);
+  for (const bool overwrite : {false, true}) {
+    fast::detail::gelu_backward_avx2(dx8.data(), x.data(), dy.data(), n, overwrite);
+    fast::detail::gelu_backward_avx512(dx16.data(), x.data(), dy.data(), n, overwrite);
+    CHECK(dx16 == dx8);
+  }
+}
+
 TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, double) {
   using S = TestType;
   ThreadCounts restore;
