@@ -7,7 +7,7 @@
 #   lr_schedule=cosine warmup_steps=100        100 steps of linear warm-up, then cosine decay to lr/10
 #   all three together
 # The study's own settings are the published design as reproduced: its 12 records are copied from
-# results/published-design, so 48 runs train (about 14 h on two cores). Resumable: the same command
+# results/published-design, so 48 runs train (about 6 h on two idle cores). Resumable: the same command
 # continues, also from a new checkout: commit runs/published-settings/records/*.json to
 # docs/results/published-settings/records as runs finish. Writes runs/published-settings.
 set -eu
