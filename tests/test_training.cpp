@@ -298,9 +298,11 @@ TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and dif
 // The loss estimates draw their batches from their own seeds and run without dropout, so a study
 // may estimate less often or over fewer batches and train the same models (longer-contexts/run.sh).
 TEST_CASE("the loss estimates leave training alone: any eval_every and eval_iters train the same bits") {
+  posenc_test::ThreadCounts restore;
   const CharDataset data(corpus());
-  for (const double dropout : {0.0, 0.1}) {
-    CAPTURE(dropout);
+  for (const auto& [threads, dropout] : {std::pair{1, 0.0}, {1, 0.1}, {2, 0.0}, {2, 0.1}}) {
+    CAPTURE(threads, dropout);
+    set_num_threads(threads);
     const auto trained = [&](std::int64_t eval_every, std::size_t eval_iters) {
       TrainConfig config = small_config();
       config.steps = 6;
