@@ -13,10 +13,10 @@ using namespace posenc;
 
 namespace {
 
-RunRecord record(const std::string& variant, std::uint64_t seed, std::int64_t steps, double val, double train) {
-  StudyDesign d;
+RunRecord record(const std::string& variant, std::uint64_t seed, std::int64_t steps, double val, double train,
+                 const StudyDesign& d = {}, const std::string& data_digest = "test-data") {
   RunRecord r;
-  r.config = run_config(d, RunSpec{variant, seed, steps}, "test-data");
+  r.config = run_config(d, RunSpec{variant, seed, steps}, data_digest);
   r.curve = {EvalRecord{0, 4.17, 4.17, 0.0, 0.0}, EvalRecord{steps, train + 0.01, val + 0.01, 10.0, 5000.0}};
   r.final_val_loss = val;
   r.final_train_loss = train;
@@ -152,7 +152,9 @@ TEST_CASE("the summary: statistics per variant, rankings, pairwise tests and the
   // One pair: the differences by seed are −0.10, −0.09, +0.01.
   REQUIRE(s.pairs.size() == 1);
   const PairComparison& c = s.pairs[0];
-  CHECK(c.mean_difference == Approx(rope.mean_val - s.variants[1].mean_val));
+  CHECK(*c.mean_difference == Approx(rope.mean_val - s.variants[1].mean_val));
+  CHECK(c.shared_seeds == 3);
+  CHECK(*c.paired_mean_difference == Approx(*c.mean_difference));
   CHECK(c.paired->t == Approx(stats::paired_t_test({1.50, 1.52, 1.55}, {1.60, 1.61, 1.54})->t));
   CHECK(c.welch->p == Approx(stats::welch_t_test({1.50, 1.52, 1.55}, {1.60, 1.61, 1.54})->p));
   CHECK(*c.paired_p_holm == Approx(c.paired->p));  // a family of one: Holm changes nothing
@@ -200,6 +202,82 @@ TEST_CASE("missing runs are named and left out of the numbers") {
   CHECK_FALSE(s.pairs[0].welch.has_value());
   CHECK(s.pairs[0].note.find("fewer than two seeds") != std::string::npos);
   CHECK(summary_markdown(s).find("**Missing runs**") != std::string::npos);
+}
+
+TEST_CASE("a pair with unequal seeds says which seeds its tests rest on, and an empty variant has no numbers") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi", "learned"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  // rope finished every seed, alibi seeds 1 and 2, learned none
+  const StudySummary s = summarize_study(d, {record("rope", 1, 2000, 1.50, 1.4), record("rope", 2, 2000, 1.60, 1.5),
+                                             record("rope", 3, 2000, 1.40, 1.3), record("alibi", 1, 2000, 1.53, 1.4),
+                                             record("alibi", 2, 2000, 1.61, 1.5)});
+  REQUIRE(s.pairs.size() == 3);
+  const PairComparison& rope_alibi = s.pairs[0];
+  CHECK(rope_alibi.n_a == 3);
+  CHECK(rope_alibi.n_b == 2);
+  CHECK(rope_alibi.shared_seeds == 2);
+  CHECK(*rope_alibi.mean_difference == Approx(1.50 - 1.57));             // over each one's seeds
+  CHECK(*rope_alibi.paired_mean_difference == Approx((-0.03 - 0.01) / 2));  // over seeds 1 and 2
+  CHECK(rope_alibi.paired->df == 1);
+  CHECK(rope_alibi.note.find("n = 3 and 2 seeds (2 shared)") != std::string::npos);
+  for (const PairComparison& empty : {s.pairs[1], s.pairs[2]}) {
+    CHECK_FALSE(empty.mean_difference.has_value());
+    CHECK_FALSE(empty.welch.has_value());
+  }
+  const std::string md = summary_markdown(s);
+  CHECK(md.find("| rope | alibi | -0.0700 (shared seeds: -0.0200) |") != std::string::npos);
+  CHECK(md.find("| rope | learned | — |") != std::string::npos);
+  CHECK(md.find("Holm-adjusted over the tests there are (1 Welch, 1 paired, of 3 pairs)") != std::string::npos);
+  const nlohmann::json j = summary_json(s);
+  CHECK(j["pairs"][0]["shared_seeds"] == 2);
+  CHECK(j["pairs"][1]["mean_difference"].is_null());
+  CHECK(j["variants"][2]["n"] == 0);
+  CHECK(j["variants"][2]["mean_val_loss"].is_null());
+  CHECK(j["variants"][2]["mean_tokens_per_second"].is_null());
+
+  // Differences that are equal in every seed have no t statistic; the note says why.
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2};
+  const StudySummary equal =
+      summarize_study(d, {record("rope", 1, 2000, 1.5, 1.4), record("rope", 2, 2000, 1.75, 1.5),
+                          record("alibi", 1, 2000, 1.25, 1.4), record("alibi", 2, 2000, 1.5, 1.5)});
+  CHECK_FALSE(equal.pairs[0].paired.has_value());
+  CHECK(equal.pairs[0].note.find("the differences by seed are all equal") != std::string::npos);
+  CHECK(equal.pairs[0].note.find("n = 2 seeds per variant") != std::string::npos);
+}
+
+TEST_CASE("the published numbers are like-for-like only beside the published design on Tiny Shakespeare") {
+  const auto summary_of = [](const StudyDesign& d, const std::string& digest) {
+    std::vector<RunRecord> records;
+    for (const std::string& v : d.variants)
+      for (std::uint64_t seed : d.seeds) records.push_back(record(v, seed, d.steps, 1.6, 1.5, d, digest));
+    return summarize_study(d, records);
+  };
+  const std::string warning = "This design differs from the published one";
+  StudyDesign published;
+  published.extended_steps = 0;
+  const StudySummary on_shakespeare = summary_of(published, std::string(tiny_shakespeare_digest));
+  CHECK(on_shakespeare.published_design);
+  CHECK(summary_json(on_shakespeare)["published_design"] == true);
+  CHECK(summary_markdown(on_shakespeare).find(warning) == std::string::npos);
+  CHECK(summary_of(published, "").published_design);  // a record written before digests: not known to differ
+
+  const StudySummary other_text = summary_of(published, "fnv1a64:0123456789abcdef:100");
+  CHECK_FALSE(other_text.published_design);
+  CHECK(summary_markdown(other_text).find(warning) != std::string::npos);
+  for (auto change : std::vector<void (*)(StudyDesign&)>{
+           [](StudyDesign& d) { d.run.train.lr = 3e-3; }, [](StudyDesign& d) { d.run.train.weight_decay = 0.1; },
+           [](StudyDesign& d) { d.run.embedding_std = 1.0; }, [](StudyDesign& d) { d.run.precision = Precision::bf16; },
+           [](StudyDesign& d) { d.run.dropout = 0.1; }, [](StudyDesign& d) { d.run.train.batch = 64; },
+           [](StudyDesign& d) { d.steps = 1000; }, [](StudyDesign& d) { d.run.init = InitScheme::pytorch; },
+           [](StudyDesign& d) { d.run.train.schedule.kind = ScheduleKind::cosine; }}) {
+    StudyDesign changed = published;
+    change(changed);
+    CHECK_FALSE(is_published_design(changed));
+    CHECK_FALSE(summary_of(changed, std::string(tiny_shakespeare_digest)).published_design);
+  }
 }
 
 TEST_CASE("the summary of the evaluations after training: RoPE scalings and the copy probe paired by seed, the loss "

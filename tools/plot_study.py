@@ -100,15 +100,19 @@ def plot_curves(summary, records, study):
     save(fig, study, "val_curves")
 
 
-def is_published_design(design):
-    """The published numbers are shown only beside a run of the published design."""
+def is_published_design(summary):
+    """The published numbers are shown only beside a run of the published design: the summary says
+    whether it is one (its size, steps, every training setting and the corpus); a summary written
+    before it said so (2026-11) is judged by the size and steps."""
+    if "published_design" in summary:
+        return summary["published_design"]
     published = {"layers": 3, "dim": 192, "heads": 4, "steps": 2000, "context": 128, "batch": 32}
-    return all(design.get(k) == v for k, v in published.items())
+    return all(summary["design"].get(k) == v for k, v in published.items())
 
 
 def plot_final(summary, study):
     variants = [v for v in summary["variants"] if v["n"] > 0]
-    show_published = is_published_design(summary["design"])
+    show_published = is_published_design(summary)
     fig, ax = plt.subplots(figsize=(figure_width(len(variants)), 4.5))
     labelled_published = False  # the legend entry goes with the first variant that has a published value
     for i, v in enumerate(variants):

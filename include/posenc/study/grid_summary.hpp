@@ -187,7 +187,8 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
      << (g.design.grid.size() > 1 ? " and against each setting one axis away (that axis at its first value)" : "")
      << " (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
      << "## Each variant across the settings\n\n"
-     << "| variant | setting | against | n | val loss | baseline val loss | difference | paired t | p | p (Holm) |\n"
+     << "| variant | setting | against | n | val loss | baseline val loss (same seeds) | difference | paired t | p "
+        "| p (Holm) |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SettingComparison& c : g.across) {
     md << "| " << c.variant << " | " << c.setting << " | " << c.baseline << " | " << c.val.size() << " | ";

@@ -46,7 +46,10 @@ struct VariantSummary {
 
 struct PairComparison {
   std::string a, b;
-  double mean_difference = 0;  // mean val loss of a − b
+  std::optional<double> mean_difference;         // mean val loss of a − mean of b, each over its seeds
+  std::size_t n_a = 0, n_b = 0;                  // their finished seeds
+  std::size_t shared_seeds = 0;                  // the seeds both finished: the paired test's pairs
+  std::optional<double> paired_mean_difference;  // the mean of a − b over those seeds
   std::optional<stats::TTest> welch, paired;
   std::optional<double> welch_p_holm, paired_p_holm;  // Holm-adjusted over all pairs
   std::string note;
@@ -120,7 +123,46 @@ struct StudySummary {
   std::vector<PairComparison> pairs;
   std::vector<ExtendedComparison> extended;
   std::vector<std::string> missing_runs;
+  bool published_design = false;  // is_published_design(design), and every run on Tiny Shakespeare
 };
+
+// corpus_digest() of Tiny Shakespeare (1,115,394 bytes, sha256 86c4e6aa…c565ed), the published study's corpus.
+inline constexpr std::string_view tiny_shakespeare_digest = "fnv1a64:8c00862c831d9e7a:1115394";
+
+// The training settings of `run` that differ from the published study's, as a clause of the
+// summary's first sentence ("" when none does).
+inline std::string describe_training_settings(const RunConfig& run) {
+  const TrainConfig& t = run.train;
+  const TrainConfig published;
+  std::ostringstream out;
+  if (t.schedule != published.schedule) {
+    out << ", " << schedule_kind_name(t.schedule.kind) << " learning rate";
+    if (t.schedule.warmup_steps > 0) out << " after " << t.schedule.warmup_steps << " warm-up steps";
+    if (t.schedule.kind != ScheduleKind::constant) out << " down to " << t.schedule.min_lr_fraction << " × lr";
+    if (t.schedule.kind == ScheduleKind::wsd) out << " over the last " << t.schedule.decay_fraction << " of the steps";
+  }
+  if (t.max_grad_norm) out << ", gradients clipped to norm " << *t.max_grad_norm;
+  if (t.grad_accum != 1) out << ", " << t.grad_accum << " micro-batches per step";
+  if (t.beta1 != published.beta1 || t.beta2 != published.beta2 || t.eps != published.eps)
+    out << ", AdamW betas (" << t.beta1 << ", " << t.beta2 << ") eps " << t.eps;
+  if (t.weight_decay_scope != published.weight_decay_scope) out << ", weight decay on matrices only";
+  if (run.init != InitScheme::normal) out << ", PyTorch's default initialisation";
+  if (run.tie_weights) out << ", lm_head tied to the token embedding";
+  if (run.dropout > 0) out << ", dropout " << run.dropout;
+  return out.str();
+}
+
+// Whether the published numbers are like-for-like beside a study of this design: the published
+// size, steps, batch, context, learning rate, weight decay and initialisation, fp32, and no training
+// setting away from the study's defaults (describe_training_settings() empty).
+inline bool is_published_design(const StudyDesign& d) {
+  const RunConfig& r = d.run;
+  const TrainConfig published;  // its defaults are the published study's batch, lr and weight decay
+  return r.layers == study_layers && r.dim == study_dim && r.heads == study_heads && d.steps == 2000 &&
+         r.train.context == study_context && r.train.batch == published.batch && r.train.lr == published.lr &&
+         r.train.weight_decay == published.weight_decay && r.embedding_std == init_std &&
+         r.precision == Precision::fp32 && describe_training_settings(r).empty();
+}
 
 // Whether a record is of the run `spec` of `design`: its variant, seed and steps and, for a
 // fine-tune, its context, where it started (the step and context) and its RoPE settings. (That the
@@ -141,6 +183,27 @@ inline std::vector<std::string> rank_variants(const std::map<std::string, double
   for (const auto& [v, _] : val) order.push_back(v);
   std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) { return val.at(x) < val.at(y); });
   return order;
+}
+
+// Why a pair has no test, and how many seeds its tests rest on when they are few.
+inline std::string pair_note(const PairComparison& c) {
+  const std::size_t n_a = c.n_a, n_b = c.n_b;
+  if (std::min(n_a, n_b) < 2 && c.shared_seeds < 2) return "fewer than two seeds per variant: no test is possible";
+  std::vector<std::string> notes;
+  if (c.shared_seeds < 2)
+    notes.push_back("fewer than two seeds both finished: no paired test");
+  else if (!c.paired)
+    notes.push_back("the differences by seed are all equal: no paired t-test");
+  if (std::min(n_a, n_b) < 5) {
+    const std::string n = n_a == n_b && c.shared_seeds == n_a
+                              ? "n = " + std::to_string(n_a) + " seeds per variant"
+                              : "n = " + std::to_string(n_a) + " and " + std::to_string(n_b) + " seeds (" +
+                                    std::to_string(c.shared_seeds) + " shared)";
+    notes.push_back(n + ": the tests have little power, so p ≥ 0.05 does not show the variants are equal");
+  }
+  std::string out;
+  for (const std::string& note : notes) out += (out.empty() ? "" : "; ") + note;
+  return out;
 }
 
 // Holm's step-down adjustment of a family of p-values (missing values stay missing).
@@ -276,6 +339,11 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
   };
   for (const RunSpec& spec : plan_runs(design))
     if (find(spec) == nullptr) s.missing_runs.push_back(spec.id());
+  // A record's digest is empty when it was written before digests were recorded (2026-11).
+  s.published_design = is_published_design(design);
+  for (const RunSpec& spec : plan_runs(design))
+    if (const RunRecord* r = find(spec); r && !r->config.data_digest.empty())
+      s.published_design = s.published_design && r->config.data_digest == tiny_shakespeare_digest;
 
   for (const std::string& v : design.variants) {
     VariantSummary vs;
@@ -326,6 +394,8 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
         continue;
       }
       c.mean_difference = a.mean_val - b.mean_val;
+      c.n_a = a.val.size();
+      c.n_b = b.val.size();
       c.welch = stats::welch_t_test(a.val, b.val);
       std::vector<double> pa, pb;
       for (std::size_t x = 0; x < a.seeds.size(); ++x)
@@ -334,13 +404,10 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
             pa.push_back(a.val[x]);
             pb.push_back(b.val[y]);
           }
+      c.shared_seeds = pa.size();
+      if (!pa.empty()) c.paired_mean_difference = stats::mean(pa) - stats::mean(pb);
       c.paired = stats::paired_t_test(pa, pb);
-      const std::size_t n = std::min(a.val.size(), b.val.size());
-      if (n < 2)
-        c.note = "fewer than two seeds per variant: no test is possible";
-      else if (n < 5)
-        c.note = "n = " + std::to_string(n) +
-                 " seeds per variant: the tests have little power, so p ≥ 0.05 does not show the variants are equal";
+      c.note = detail::pair_note(c);
       s.pairs.push_back(c);
     }
   std::vector<std::optional<double>> welch_p, paired_p;
@@ -404,6 +471,24 @@ inline std::string p_text(const std::optional<double>& p) {
   }
   return out.str();
 }
+
+// "+0.0123", "-0.0456" or "—".
+inline std::string signed_text(const std::optional<double>& x) {
+  return x ? (*x >= 0 ? "+" : "") + fixed(*x) : std::string("—");
+}
+
+// The family Holm's adjustment of the pairwise table ran over: every pair, or the tests there are.
+inline std::string holm_family_text(const std::vector<PairComparison>& pairs) {
+  std::size_t welch = 0, paired = 0;
+  for (const PairComparison& c : pairs) {
+    welch += c.welch.has_value();
+    paired += c.paired.has_value();
+  }
+  if (welch == pairs.size() && paired == pairs.size()) return std::to_string(pairs.size()) + " pairs";
+  return "tests there are (" + std::to_string(welch) + " Welch, " + std::to_string(paired) + " paired, of " +
+         std::to_string(pairs.size()) + " pairs)";
+}
+
 inline nlohmann::json optional_json(const std::optional<double>& x) {
   return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
 }
@@ -417,11 +502,12 @@ inline std::string join(const std::vector<std::string>& items, const std::string
 inline nlohmann::json summary_json(const StudySummary& s) {
   nlohmann::json variants = nlohmann::json::array();
   for (const VariantSummary& v : s.variants) {
+    const auto mean = [&](double m) { return v.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(m); };
     nlohmann::json j = {{"variant", v.variant}, {"n", v.val.size()}, {"seeds", v.seeds},
                         {"val_loss", v.val},    {"train_loss", v.train}, {"gap", v.gap},
-                        {"mean_val_loss", v.mean_val}, {"sd_val_loss", detail::optional_json(v.sd_val)},
-                        {"mean_train_loss", v.mean_train}, {"mean_gap", v.mean_gap},
-                        {"mean_tokens_per_second", v.mean_tokens_per_second}};
+                        {"mean_val_loss", mean(v.mean_val)}, {"sd_val_loss", detail::optional_json(v.sd_val)},
+                        {"mean_train_loss", mean(v.mean_train)}, {"mean_gap", mean(v.mean_gap)},
+                        {"mean_tokens_per_second", mean(v.mean_tokens_per_second)}};
     j["ci95_val_loss"] = v.ci95_val ? nlohmann::json{v.ci95_val->low, v.ci95_val->high} : nlohmann::json(nullptr);
     if (const auto it = published_results().find(v.variant); it != published_results().end())
       j["published"] = {
@@ -438,7 +524,9 @@ inline nlohmann::json summary_json(const StudySummary& s) {
     return nlohmann::json{{"t", t->t}, {"df", t->df}, {"p", t->p}, {"p_holm", detail::optional_json(holm)}};
   };
   for (const PairComparison& c : s.pairs)
-    pairs.push_back({{"a", c.a}, {"b", c.b}, {"mean_difference", c.mean_difference},
+    pairs.push_back({{"a", c.a}, {"b", c.b}, {"mean_difference", detail::optional_json(c.mean_difference)},
+                     {"n_a", c.n_a}, {"n_b", c.n_b}, {"shared_seeds", c.shared_seeds},
+                     {"paired_mean_difference", detail::optional_json(c.paired_mean_difference)},
                      {"welch", test_json(c.welch, c.welch_p_holm)},
                      {"paired", test_json(c.paired, c.paired_p_holm)}, {"note", c.note}});
   nlohmann::json extended = nlohmann::json::array();
@@ -503,6 +591,7 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                       {"embedding_std", s.design.run.embedding_std},
                       {"precision", precision_name(s.design.run.precision)},
                       {"run", to_json(s.design.run)}}},
+          {"published_design", s.published_design},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
           {"extended", extended}, {"missing_runs", s.missing_runs}};
@@ -535,29 +624,6 @@ inline std::string summary_csv(const StudySummary& s) {
   return out.str();
 }
 
-// The training settings of `run` that differ from the published study's, as a clause of the
-// summary's first sentence ("" when none does).
-inline std::string describe_training_settings(const RunConfig& run) {
-  const TrainConfig& t = run.train;
-  const TrainConfig published;
-  std::ostringstream out;
-  if (t.schedule != published.schedule) {
-    out << ", " << schedule_kind_name(t.schedule.kind) << " learning rate";
-    if (t.schedule.warmup_steps > 0) out << " after " << t.schedule.warmup_steps << " warm-up steps";
-    if (t.schedule.kind != ScheduleKind::constant) out << " down to " << t.schedule.min_lr_fraction << " × lr";
-    if (t.schedule.kind == ScheduleKind::wsd) out << " over the last " << t.schedule.decay_fraction << " of the steps";
-  }
-  if (t.max_grad_norm) out << ", gradients clipped to norm " << *t.max_grad_norm;
-  if (t.grad_accum != 1) out << ", " << t.grad_accum << " micro-batches per step";
-  if (t.beta1 != published.beta1 || t.beta2 != published.beta2 || t.eps != published.eps)
-    out << ", AdamW betas (" << t.beta1 << ", " << t.beta2 << ") eps " << t.eps;
-  if (t.weight_decay_scope != published.weight_decay_scope) out << ", weight decay on matrices only";
-  if (run.init != InitScheme::normal) out << ", PyTorch's default initialisation";
-  if (run.tie_weights) out << ", lm_head tied to the token embedding";
-  if (run.dropout > 0) out << ", dropout " << run.dropout;
-  return out.str();
-}
-
 inline std::string summary_markdown(const StudySummary& s) {
   using detail::fixed;
   std::ostringstream md;
@@ -573,13 +639,11 @@ inline std::string summary_markdown(const StudySummary& s) {
   if (!s.missing_runs.empty())
     md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
 
-  const bool published_design = d.run.layers == study_layers && d.run.dim == study_dim && d.run.heads == study_heads &&
-                                d.steps == 2000 && d.run.train.context == study_context && d.run.train.batch == 32 &&
-                                describe_training_settings(d.run).empty();
-  if (!published_design)
-    md << "This design differs from the published one (3 layers, dim 192, 4 heads, context 128, batch 32, "
-          "2000 steps, constant learning rate, no clipping, weights N(0, 0.02)): the published numbers are shown "
-          "for reference only, not as a like-for-like comparison.\n\n";
+  if (!s.published_design)
+    md << "This design differs from the published one (Tiny Shakespeare; 3 layers, dim 192, 4 heads, context 128, "
+          "batch 32, 2000 steps, AdamW lr 0.001 constant, weight decay 0.01, no clipping, no dropout, weights "
+          "N(0, 0.02), fp32): the published numbers are shown for reference only, not as a like-for-like "
+          "comparison.\n\n";
   md << "## Validation loss by variant\n\n"
      << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | "
         "reproduced − published |\n"
@@ -614,15 +678,17 @@ inline std::string summary_markdown(const StudySummary& s) {
   md << "\n## Pairwise comparisons of the validation loss\n\n"
      << "Welch's t-test over all seeds and the paired t-test over the seeds both variants share; two-sided "
         "p-values from the exact t distribution, and Holm-adjusted over the "
-     << s.pairs.size() << " pairs.\n\n"
+     << detail::holm_family_text(s.pairs) << ".\n\n"
      << "| a | b | mean(a) − mean(b) | Welch t (df) | p | p (Holm) | paired t (df) | p | p (Holm) | note |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const PairComparison& c : s.pairs) {
     auto test = [](const std::optional<stats::TTest>& t) {
       return t ? fixed(t->t, 2) + " (" + fixed(t->df, 1) + ")" : std::string("—");
     };
-    md << "| " << c.a << " | " << c.b << " | " << (c.mean_difference >= 0 ? "+" : "") << fixed(c.mean_difference)
-       << " | " << test(c.welch) << " | " << detail::p_text(c.welch ? std::optional<double>(c.welch->p) : std::nullopt)
+    md << "| " << c.a << " | " << c.b << " | " << detail::signed_text(c.mean_difference);
+    if (c.paired_mean_difference && (c.shared_seeds != c.n_a || c.shared_seeds != c.n_b))
+      md << " (shared seeds: " << detail::signed_text(c.paired_mean_difference) << ")";
+    md << " | " << test(c.welch) << " | " << detail::p_text(c.welch ? std::optional<double>(c.welch->p) : std::nullopt)
        << " | " << detail::p_text(c.welch_p_holm) << " | " << test(c.paired) << " | "
        << detail::p_text(c.paired ? std::optional<double>(c.paired->p) : std::nullopt) << " | "
        << detail::p_text(c.paired_p_holm) << " | " << c.note << " |\n";
