@@ -293,7 +293,7 @@ TEST_CASE("the summary of the evaluations after training: RoPE scalings and the 
   d.extrapolate_rope = {yarn};
   const nlohmann::json yarn_key = to_json(yarn);
   const std::vector<double> trained = {2.5, 2.7, 2.6}, scaled = {2.0, 2.1, 2.3};
-  const std::vector<double> first = {2.0, 2.2, 2.1}, second = {1.0, 1.5, 1.3};
+  const std::vector<double> control = {2.0, 2.2, 2.1}, second = {1.0, 1.5, 1.3};
   std::vector<RunRecord> records;
   for (std::size_t i = 0; i < d.seeds.size(); ++i) {
     RunRecord rope = record("rope", d.seeds[i], 2000, 1.6, 1.5);
@@ -315,10 +315,10 @@ TEST_CASE("the summary of the evaluations after training: RoPE scalings and the 
                            {"per_position", bins(0)},
                            {"rope_scaling", yarn_key}}};
     rope.copy_probe = {
-        {{"distance", 64}, {"segments", 64}, {"first_copy_loss", first[i]}, {"second_copy_loss", second[i]}},
+        {{"distance", 64}, {"segments", 64}, {"control_loss", control[i]}, {"second_copy_loss", second[i]}},
         {{"distance", 64},
          {"segments", 64},
-         {"first_copy_loss", 2.0},
+         {"control_loss", 2.0},
          {"second_copy_loss", 2.0},
          {"rope_scaling", yarn_key}}};
     records.push_back(rope);
@@ -352,7 +352,7 @@ TEST_CASE("the summary of the evaluations after training: RoPE scalings and the 
   CHECK(c.paired->t == Approx(t_scaling));
   CHECK(c.paired->p == Approx(1 - std::abs(t_scaling) / std::sqrt(t_scaling * t_scaling + 2)));
 
-  // the copy probe: drops 1.0, 0.7, 0.8 (first − second copy); learned cannot take 128 positions
+  // the copy probe: drops 1.0, 0.7, 0.8 (control − second copy); learned cannot take 128 positions
   REQUIRE(s.copy_probe.size() == 3);  // rope, rope · yarn, learned
   const CopyProbeCell& probe = s.copy_probe[0];
   CHECK(probe.scaling == "none");

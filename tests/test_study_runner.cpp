@@ -344,6 +344,19 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   CHECK(updated[0].copy_probe.size() == 8);
   CHECK(updated[0].copy_probe_at(12)->at("segments").get<std::size_t>() == 6);
   CHECK(load_record(again.paths().record({"rope", 1, 6}))->copy_probe.size() == 8);
+
+  // A probe against the first copy (a record of before 2026-12-03) is made again as the control's.
+  const std::filesystem::path path = again.paths().record({"rope", 1, 6});
+  RunRecord old = *load_record(path);
+  nlohmann::json& entry = *old.copy_probe_at(4);
+  entry["first_copy_loss"] = entry.at("control_loss");
+  entry.erase("control_loss");
+  write_record(old, path);
+  CHECK(summarize_study(more, {old}).copy_probe[0].control.empty());  // not read as a control
+  const std::vector<RunRecord> redone = again.records(true, failures);
+  CHECK(failures.list().empty());
+  CHECK(redone[0].copy_probe_at(4)->at("control_loss") == updated[0].copy_probe_at(4)->at("control_loss"));
+  CHECK(redone[0].copy_probe.size() == 8);
 }
 
 TEST_CASE("validate_design names the first problem of a design") {

@@ -454,32 +454,80 @@ TEST_CASE("per-position losses average, over the windows, to the full-pass loss 
   CHECK_THROWS_WITH(per_position_loss(model, tokens, 61), Catch::Contains("too few for one window of 61"));
 }
 
-TEST_CASE("the copy probe: the first copy's loss and the second's, from the model's loss of each prefix") {
+TEST_CASE("the copy probe: a segment's loss after itself and after an unrelated segment from the model's loss of "
+          "each prefix") {
   CharTransformer<RoPE, 2, 16, 2, double> model(ModelConfig{.vocab_size = 7, .context = 8, .seed = 52});
   const std::size_t n = 6, segments = 5;
   const std::vector<TokenId> tokens = random_ids(200, 7, 53);
   const CopyProbe probe = copy_probe(model, tokens, n, segments, 2);
   CHECK(probe.distance == n);
   CHECK(probe.segments == segments);
-  // the same segments (evenly spaced) through model.loss: mean losses over the first k targets of
-  // each repeated segment give the first copy (k = n − 1) and, by difference, the second
+  // the same segments A (evenly spaced over the 195 starts) and controls B (97 starts on, wrapping
+  // round) through model.loss: the mean loss over targets n+1…2n−1 of A·A and of B·A, by difference
+  // of the mean losses over their first 2n − 1 and first n targets
   const std::size_t spacing = (tokens.size() - n) / segments;
-  auto mean_loss_of_prefix = [&](std::size_t k) {  // over the batch, the first k targets
-    Tokens x({segments, k}), y({segments, k});
-    for (std::size_t s = 0; s < segments; ++s)
-      for (std::size_t t = 0; t < k; ++t) {
-        x(s, t) = tokens[s * spacing + t % n];
-        y(s, t) = tokens[s * spacing + (t + 1) % n];
+  auto mean_loss_of_targets_past_n = [&](bool control) {
+    auto prefix = [&](std::size_t k) {
+      Tokens x({segments, k}), y({segments, k});
+      for (std::size_t s = 0; s < segments; ++s) {
+        const std::size_t a = s * spacing, b = (a + 97) % 195;
+        for (std::size_t t = 0; t <= k; ++t) {
+          const TokenId token = t < n && control ? tokens[b + t] : tokens[a + t % n];
+          if (t < k) x(s, t) = token;
+          if (t > 0) y(s, t - 1) = token;
+        }
       }
-    return static_cast<double>(model.loss(x, y));
+      return static_cast<double>(model.loss(x, y)) * static_cast<double>(k);
+    };
+    return (prefix(2 * n - 1) - prefix(n)) / static_cast<double>(n - 1);
   };
-  const double first = mean_loss_of_prefix(n - 1);
-  const double second = (mean_loss_of_prefix(2 * n - 1) * (2 * n - 1) - mean_loss_of_prefix(n) * n) / (n - 1);
-  CHECK(probe.first_copy_loss == Approx(first).epsilon(1e-12));
+  const double second = mean_loss_of_targets_past_n(false), control = mean_loss_of_targets_past_n(true);
   CHECK(probe.second_copy_loss == Approx(second).epsilon(1e-12));
-  CHECK(probe.drop == Approx(first - second).epsilon(1e-9));
-  CHECK(probe.first_copy_sd > 0);
+  CHECK(probe.control_loss == Approx(control).epsilon(1e-12));
+  CHECK(probe.drop == Approx(control - second).epsilon(1e-9));
+  CHECK(probe.control_sd > 0);
   CHECK_THROWS_WITH(copy_probe(model, tokens, 1, 4), Catch::Contains("at least 2"));
   CHECK_THROWS_WITH(copy_probe(model, tokens, 60, 4), Catch::Contains("too few for 4 segments of 60"));
   CHECK_THROWS_WITH(copy_probe(model, tokens, 100, 1), Catch::Contains("needs 200 positions; the model accepts 128"));
+  const std::vector<TokenId> fifty(tokens.begin(), tokens.begin() + 50);  // two segments of 20, no control
+  CHECK_THROWS_WITH(copy_probe(model, fifty, 20, 2), Catch::Contains("too few for a segment of 20 and a control"));
+}
+
+namespace {
+// Reads only the current token and its position: a model that retrieves nothing from n back.
+struct PositionalBigram {
+  std::size_t vocab_size() const { return 5; }
+  std::size_t max_context() const { return 64; }
+  Tensor<double, 3> forward(const Tokens& x) const {
+    Tensor<double, 3> logits({x.shape(0), x.shape(1), 5});
+    for (std::size_t b = 0; b < x.shape(0); ++b)
+      for (std::size_t t = 0; t < x.shape(1); ++t)
+        for (std::size_t v = 0; v < 5; ++v)
+          logits(b, t, v) = 0.3 * static_cast<double>((static_cast<std::size_t>(x(b, t)) + v) % 5) +
+                            (v == 0 ? 0.05 * static_cast<double>(t) : 0.0);
+    return logits;
+  }
+};
+}  // namespace
+
+TEST_CASE("the copy probe's control: no drop for a model that reads nothing far back, where the first copy shows one") {
+  const std::vector<TokenId> tokens = random_ids(300, 5, 54);
+  PositionalBigram bigram;
+  const CopyProbe probe = copy_probe(bigram, tokens, 10, 8, 3);
+  CHECK(probe.drop == 0);  // the same targets at the same positions, each read from its own token alone
+  CHECK(probe.control_loss == probe.second_copy_loss);
+  // Against its first copy (targets 1…n−1 at positions 0…n−2), the same model would "drop".
+  Tokens repeated({1, 20});
+  for (std::size_t t = 0; t < 20; ++t) repeated(0, t) = tokens[t % 10];
+  const Tensor<double, 3> logits = bigram.forward(repeated);
+  const auto mean_loss = [&](std::size_t from) {  // over the 9 targets after position `from`
+    double loss = 0;
+    for (std::size_t t = from; t < from + 9; ++t) {
+      double sum = 0;
+      for (std::size_t v = 0; v < 5; ++v) sum += std::exp(logits(0, t, v));
+      loss += (std::log(sum) - logits(0, t, static_cast<std::size_t>(repeated(0, t + 1)))) / 9;
+    }
+    return loss;
+  };
+  CHECK(std::abs(mean_loss(0) - mean_loss(10)) > 1e-3);
 }

@@ -14,11 +14,11 @@ STUDY_DIR/plots/:
                   a rotary variant under each --extrapolate-rope scaling, and each --fine-tune model, as its own line
   per_position    (with --per-position) mean loss by position in the window at each length, one
                   panel per length, the trained (and fine-tuning) context marked
-  copy_probe      (with --copy-probe) the copy probe's drop (first copy − second copy loss) against
-                  the distance, mean ± sd over seeds; a drop near 0 says the second copy gained nothing
-                  from the first at that distance. The first copy is no matched baseline (its own
-                  context is short, and past half the trained length it lies beyond it too), so
-                  compare drops across encodings and distances, not with 0 alone
+  copy_probe      (with --copy-probe) the copy probe's drop against the distance n, mean ± sd over
+                  seeds: the loss on a segment after an unrelated one minus after itself (the same
+                  targets at the same positions); a drop near 0 says the model does not read from n
+                  back. The probe takes 2n positions: the lines mark n = half the trained (and
+                  fine-tuning) context, past which the probe is longer than the model was trained on
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x
@@ -163,16 +163,18 @@ def model_kinds(summary):
     return kinds
 
 
-def mark_contexts(ax, summary, upto=None):
+def mark_contexts(ax, summary, upto=None, positions_per_unit=1):
     """The trained context dotted and, with fine-tunes, theirs dashed (a panel of positions below
-    `upto` only, so the line does not stretch its axis); the words for a label."""
-    ax.axvline(summary["design"]["context"], color="gray", linestyle=":", linewidth=1)
+    `upto` only, so the line does not stretch its axis), on an axis whose unit takes
+    `positions_per_unit` positions (the copy probe's distance n takes 2); the words for a label."""
+    unit = "" if positions_per_unit == 1 else f" / {positions_per_unit}"
+    ax.axvline(summary["design"]["context"] / positions_per_unit, color="gray", linestyle=":", linewidth=1)
     tune = summary["design"].get("fine_tune")
     if not tune:
-        return "dotted: trained context"
+        return f"dotted: trained context{unit}"
     if upto is None or tune["context"] < upto:
-        ax.axvline(tune["context"], color="gray", linestyle="--", linewidth=1)
-    return "dotted: trained context; dashed: fine-tuning context"
+        ax.axvline(tune["context"] / positions_per_unit, color="gray", linestyle="--", linewidth=1)
+    return f"dotted: trained context{unit}; dashed: fine-tuning context{unit}"
 
 
 def kind_of(cell):
@@ -261,10 +263,10 @@ def plot_copy_probe(summary, study):
                     yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, kind),
                     **row_style(summary, v, kind))
     ax.axhline(0, color="black", linewidth=0.8)
-    marks = mark_contexts(ax, summary)
+    marks = mark_contexts(ax, summary, positions_per_unit=2)  # a probe of distance n takes 2n positions
     ax.set_xscale("log", base=2)
     ax.set_xlabel(f"distance n back to the first copy (tokens); {marks}")
-    ax.set_ylabel("loss on the first copy − on the second (nats)")
+    ax.set_ylabel("loss after an unrelated segment − after the copy (nats)")
     ax.set_title("Copy probe: mean ± sd over seeds")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")

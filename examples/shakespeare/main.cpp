@@ -326,15 +326,15 @@ void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, c
     std::printf("%s (%s, step %lld), trained context %zu: the copy probe, %zu segments of the validation split\n"
                 "%8s  %18s  %18s  %18s\n",
                 o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
-                o.copy_segments, "distance", "first copy", "second copy", "drop");
+                o.copy_segments, "distance", "control", "second copy", "drop");
   for (const std::size_t n : o.copy_distances) {
     const nlohmann::json row = posenc::copy_probe_at(model, data.val(), n, o.copy_segments);
     if (!o.json) {
       if (row.contains("note"))
         std::printf("%8zu  %s\n", n, row["note"].get<std::string>().c_str());
       else
-        std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, row["first_copy_loss"].get<double>(),
-                    row["first_copy_sd"].get<double>(), row["second_copy_loss"].get<double>(),
+        std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, row["control_loss"].get<double>(),
+                    row["control_sd"].get<double>(), row["second_copy_loss"].get<double>(),
                     row["second_copy_sd"].get<double>(), row["drop"].get<double>(), row["drop_sd"].get<double>());
     }
     rows.push_back(row);
@@ -527,8 +527,8 @@ int main(int argc, char** argv) {
       ->needs("--per-position")
       ->capture_default_str();
   eval_cmd->add_option("--copy-probe", e.copy_distances,
-                       "The long-range copy probe: a validation segment of n characters repeated; the loss on the "
-                       "second copy against the first, at each distance n (e.g. 64,128,256,512)")
+                       "The long-range copy probe: a validation segment of n characters after itself, its loss "
+                       "against that after an unrelated segment, at each distance n (e.g. 64,128,256,512)")
       ->delimiter(',')
       ->check(whole_number_in(2, longest_context))
       ->excludes("--estimate")

@@ -281,7 +281,10 @@ class StudyRunner {
       }
       for (std::size_t n : design_.copy_probe) {
         nlohmann::json* entry = record.copy_probe_at(n, scaling);
-        if (entry != nullptr && entry->at("segments").get<std::size_t>() == design_.copy_segments) continue;
+        // made again: an entry of another segment count, or one against the first copy (before 2026-12-03)
+        if (entry != nullptr && entry->at("segments").get<std::size_t>() == design_.copy_segments &&
+            (entry->contains("note") || entry->contains("control_loss")))
+          continue;
         nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments, should_stop));
         if (entry != nullptr) *entry = std::move(row);
         else record.copy_probe.push_back(std::move(row));

@@ -98,13 +98,13 @@ struct PositionCurve {
 };
 
 // The copy probe of one variant (under one scaling) at one distance over seeds: each seed's mean
-// loss on the first and on the second copy, and the paired t-test of the two (a drop the seeds
-// agree on says the model reads from that far back).
+// loss on the segment after an unrelated one (the control) and after itself (the second copy), and
+// the paired t-test of the two (a drop the seeds agree on says the model reads from that far back).
 struct CopyProbeCell {
   std::string variant, scaling = "none", fine_tune = "none";
   std::size_t distance = 0;
-  std::vector<double> first = {}, second = {};  // by seed
-  std::optional<double> mean_first = {}, mean_second = {}, mean_drop = {}, sd_drop = {};
+  std::vector<double> control = {}, second = {};  // by seed: CopyProbe's control and second-copy losses
+  std::optional<double> mean_control = {}, mean_second = {}, mean_drop = {}, sd_drop = {};
   std::optional<stats::TTest> paired = {};
   std::optional<double> p_holm = {};  // over every copy-probe cell of the study
   std::string note = {};              // why there are no values (e.g. past a learned table)
@@ -298,19 +298,19 @@ void summarize_evaluations(StudySummary& s, FindRun find_run) {
             if (const nlohmann::json* e = r->copy_probe_at(n, scaling)) {
               if (e->contains("note")) {
                 cell.note = e->at("note").get<std::string>();
-              } else {
-                cell.first.push_back(e->at("first_copy_loss").get<double>());
+              } else if (e->contains("control_loss")) {  // not a probe against the first copy (before 2026-12-03)
+                cell.control.push_back(e->at("control_loss").get<double>());
                 cell.second.push_back(e->at("second_copy_loss").get<double>());
               }
             }
-        if (!cell.first.empty()) {
+        if (!cell.control.empty()) {
           std::vector<double> drop;
-          for (std::size_t i = 0; i < cell.first.size(); ++i) drop.push_back(cell.first[i] - cell.second[i]);
-          cell.mean_first = stats::mean(cell.first);
+          for (std::size_t i = 0; i < cell.control.size(); ++i) drop.push_back(cell.control[i] - cell.second[i]);
+          cell.mean_control = stats::mean(cell.control);
           cell.mean_second = stats::mean(cell.second);
           cell.mean_drop = stats::mean(drop);
           cell.sd_drop = stats::sample_sd(drop);
-          cell.paired = stats::paired_t_test(cell.first, cell.second);
+          cell.paired = stats::paired_t_test(cell.control, cell.second);
         }
         s.copy_probe.push_back(cell);
       }
@@ -560,8 +560,8 @@ inline nlohmann::json summary_json(const StudySummary& s) {
   for (const CopyProbeCell& c : s.copy_probe)
     copy_probe.push_back({{"variant", c.variant}, {"scaling", c.scaling}, {"fine_tune", c.fine_tune},
                           {"distance", c.distance},
-                          {"first_copy_loss", c.first}, {"second_copy_loss", c.second},
-                          {"mean_first_copy_loss", detail::optional_json(c.mean_first)},
+                          {"control_loss", c.control}, {"second_copy_loss", c.second},
+                          {"mean_control_loss", detail::optional_json(c.mean_control)},
                           {"mean_second_copy_loss", detail::optional_json(c.mean_second)},
                           {"mean_drop", detail::optional_json(c.mean_drop)},
                           {"sd_drop", detail::optional_json(c.sd_drop)},
@@ -789,10 +789,11 @@ inline std::string summary_markdown(const StudySummary& s) {
 
   if (!s.copy_probe.empty()) {
     md << "\n## Copy probe\n\n"
-       << d.copy_segments << " segments of n characters of the validation split, each followed by itself; the "
-          "drop is the mean loss on the first copy minus that on the second (the same targets, readable n "
-          "positions back). Mean ± sd over seeds, and the paired t-test of the two losses by seed, Holm-adjusted "
-          "over the "
+       << d.copy_segments << " segments A of n characters of the validation split, each after itself (A·A) "
+          "and after an unrelated segment B from half the split away (B·A); the drop is the mean loss on A's "
+          "targets after B minus after A (the same targets at the same positions, only in A·A readable n "
+          "positions back). Mean ± sd over seeds, and the paired t-test of the two losses by seed, "
+          "Holm-adjusted over the "
        << s.copy_probe.size() << " cells. A drop near 0 says the model does not read from n back.\n\n";
     header(d.copy_probe, "n = ");
     rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {

@@ -196,8 +196,8 @@ inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<
   return {{"windows", by_position.windows}, {"bins", rows}};
 }
 
-// The copy probe at one distance as a JSON row {distance, segments, first_copy_loss,
-// first_copy_sd, second_copy_loss, second_copy_sd, drop, drop_sd}; {distance, segments, note} when
+// The copy probe at one distance as a JSON row {distance, segments, control_loss, control_sd,
+// second_copy_loss, second_copy_sd, drop, drop_sd}; {distance, segments, note} when
 // the model cannot take the 2 × distance positions it needs. should_stop is asked before every batch.
 inline nlohmann::json copy_probe_at(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t distance,
                                     std::size_t segments, const StopCheck& should_stop = {}) {
@@ -208,8 +208,8 @@ inline nlohmann::json copy_probe_at(AnyModel& model, const std::vector<TokenId>&
   const CopyProbe p = model.copy_probe(tokens, distance, segments, should_stop);
   return {{"distance", distance},
           {"segments", p.segments},
-          {"first_copy_loss", p.first_copy_loss},
-          {"first_copy_sd", p.first_copy_sd},
+          {"control_loss", p.control_loss},
+          {"control_sd", p.control_sd},
           {"second_copy_loss", p.second_copy_loss},
           {"second_copy_sd", p.second_copy_sd},
           {"drop", p.drop},

@@ -99,19 +99,24 @@ PositionLoss per_position_loss(Model& model, const std::vector<TokenId>& tokens,
   return out;
 }
 
-// The long-range copy probe at distance n: a segment of n tokens followed by itself, so each token
-// of the second copy can be read n positions back. The loss on the second copy's targets against
-// the first's (the same tokens, predicted without the copy to read) measures whether the model
-// retrieves from n back: a model that does drops towards 0, one that cannot reach that far shows
-// no drop. Segments start evenly over the split; each figure is a mean over them with its spread.
+// The long-range copy probe at distance n: a segment A of n tokens followed by itself (A·A), so each
+// token of the second copy can be read n positions back, against a control B·A that puts an
+// unrelated segment B of the split (half the split away) in front of A. Both score A's targets 1…n−1
+// at the same positions, n…2n−2, after the same kind of join, so they differ only in whether the
+// copy is there to read: the drop (control − copy) is about 0 for a model that does not reach n back
+// and approaches the control's loss for one that retrieves. (Against A's first copy instead, a model
+// that reads nothing far would still drop: the first copy's early targets have almost no context, a
+// cost of a few nats spread over n − 1 targets.) Segments start evenly over the split; each figure is
+// a mean over them with its spread.
 struct CopyProbe {
   std::size_t distance = 0;
   std::size_t segments = 0;
-  double first_copy_loss = 0, first_copy_sd = 0;    // targets 1…n−1 of the first copy
-  double second_copy_loss = 0, second_copy_sd = 0;  // the same targets, in the second copy
-  double drop = 0, drop_sd = 0;                     // first − second, per segment
+  double control_loss = 0, control_sd = 0;          // A's targets 1…n−1 after an unrelated segment B
+  double second_copy_loss = 0, second_copy_sd = 0;  // the same targets after A itself
+  double drop = 0, drop_sd = 0;                     // control − second copy, per segment
 };
 
+// `batch` segments (2 × batch sequences, each probe with its control) per forward pass;
 // should_stop is asked before every batch.
 template <class Model>
 CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
@@ -124,31 +129,42 @@ CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size
          model.max_context());
   if (tokens.size() < distance * segments)
     fail("copy_probe: the split has ", tokens.size(), " tokens, too few for ", segments, " segments of ", distance);
+  if (tokens.size() < 3 * distance)
+    fail("copy_probe: the split has ", tokens.size(), " tokens, too few for a segment of ", distance,
+         " and a control segment half the split away (", 3 * distance, " needed)");
   const std::size_t V = model.vocab_size();
-  const std::size_t spacing = (tokens.size() - distance) / segments;
-  std::vector<double> first(segments), second(segments), drop(segments);
+  const std::size_t last_start = tokens.size() - distance;  // a segment starts in [0, last_start]
+  const std::size_t spacing = last_start / segments;
+  // B starts half the split away from A, wrapping round: at least `distance` apart, so they never overlap
+  const auto control_start = [&](std::size_t a) { return (a + (last_start + 1) / 2) % (last_start + 1); };
+  std::vector<double> control(segments), second(segments), drop(segments);
   Tokens x;
   for (std::size_t s0 = 0; s0 < segments; s0 += batch) {
     detail::stop_if_asked(should_stop);
     const std::size_t B = std::min(batch, segments - s0);
-    x.resize({B, length});
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < length; ++t) x(b, t) = tokens[(s0 + b) * spacing + t % distance];
+    x.resize({2 * B, length});  // rows 0…B−1: A·A; rows B…2B−1: B·A
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::size_t a = (s0 + b) * spacing, c = control_start(a);
+      for (std::size_t t = 0; t < distance; ++t) {
+        x(b, t) = x(b, distance + t) = x(B + b, distance + t) = tokens[a + t];
+        x(B + b, t) = tokens[c + t];
+      }
+    }
     const auto logits = model.forward(x);
     for (std::size_t b = 0; b < B; ++b) {
-      double f = 0, s = 0;
-      for (std::size_t i = 1; i < distance; ++i) {  // target i of each copy
-        f += detail::token_loss(logits, b, i - 1, V, x(b, i));
-        s += detail::token_loss(logits, b, distance + i - 1, V, x(b, distance + i));
+      double copied = 0, controlled = 0;
+      for (std::size_t t = distance + 1; t < length; ++t) {  // A's targets 1…n−1
+        copied += detail::token_loss(logits, b, t - 1, V, x(b, t));
+        controlled += detail::token_loss(logits, B + b, t - 1, V, x(B + b, t));
       }
       const std::size_t k = s0 + b;
-      first[k] = f / static_cast<double>(distance - 1);
-      second[k] = s / static_cast<double>(distance - 1);
-      drop[k] = first[k] - second[k];
+      second[k] = copied / static_cast<double>(distance - 1);
+      control[k] = controlled / static_cast<double>(distance - 1);
+      drop[k] = control[k] - second[k];
     }
   }
   CopyProbe out{.distance = distance, .segments = segments};
-  std::tie(out.first_copy_loss, out.first_copy_sd) = detail::mean_and_sd(first);
+  std::tie(out.control_loss, out.control_sd) = detail::mean_and_sd(control);
   std::tie(out.second_copy_loss, out.second_copy_sd) = detail::mean_and_sd(second);
   std::tie(out.drop, out.drop_sd) = detail::mean_and_sd(drop);
   return out;
