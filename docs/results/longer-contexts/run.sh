@@ -17,8 +17,10 @@ mkdir -p "$out/records"
 # Runs finished in earlier sessions, committed as they finished (a new checkout has no runs/).
 # A fine-tune needs its base run's checkpoint, which is not committed: commit a base run's record
 # only together with the records of all its fine-tunes (the study runs them right after it).
-if [ -d docs/results/longer-contexts/records ]; then
-  cp -n docs/results/longer-contexts/records/*.json "$out/records/"
+shopt -s nullglob
+committed=(docs/results/longer-contexts/records/*.json)
+if [ ${#committed[@]} -gt 0 ]; then
+  cp -n "${committed[@]}" "$out/records/"
 fi
 nice -n 19 build/release/examples/study \
   --variants nope,learned,sinusoidal,rope,rope-interleaved,rope-partial,xpos,alibi,alibi-single,t5,kerple,fire \
