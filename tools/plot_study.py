@@ -21,7 +21,8 @@ STUDY_DIR/plots/:
                   fine-tuning) context, past which the probe is longer than the model was trained on
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
-                       seeds, each seed as a dot, the settings along x
+                       seeds, each seed as a dot, the settings along x; the published means dashed
+                       when the first setting is the published design
   grid_differences     each variant at each setting minus itself at the first setting (the study's
                        own for --grid-point), paired by seed: the mean, each seed as a dot
 """
@@ -317,9 +318,20 @@ def plot_grid(summary, study):
         sd = row["sd_val_loss"] or 0.0
         ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none", label=label, **style)
         ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
+    # The published means, when the grid's first setting is the published design: the settings it
+    # varies are then the published study's unstated choices, and the question is which comes near.
+    first = settings[0]["summary"]
+    title = "each variant at each setting: mean ± sd over seeds, seeds as dots"
+    if first.get("published_design"):
+        for i, variant in enumerate(variants):
+            published = next((v["published"] for v in first["variants"]
+                              if v["variant"] == variant and "published" in v), None)
+            if published:
+                ax.axhline(published["mean_val_loss"], color=f"C{i % 10}", linestyle="--", linewidth=0.8)
+        title += "; dashed: published mean"
     ax.set_xticks(range(len(settings)), [s["setting"].replace(" ", "\n") for s in settings])
     ax.set_ylabel("final validation loss (full pass)")
-    ax.set_title("each variant at each setting: mean ± sd over seeds, seeds as dots")
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     save(fig, study, "grid_final_val_loss")
 
