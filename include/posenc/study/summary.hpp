@@ -188,7 +188,7 @@ inline std::vector<std::string> rank_variants(const std::map<std::string, double
 // Why a pair has no test, and how many seeds its tests rest on when they are few.
 inline std::string pair_note(const PairComparison& c) {
   const std::size_t n_a = c.n_a, n_b = c.n_b;
-  if (std::min(n_a, n_b) < 2 && c.shared_seeds < 2) return "fewer than two seeds per variant: no test is possible";
+  if (std::min(n_a, n_b) < 2) return "fewer than two seeds per variant: no test is possible";
   std::vector<std::string> notes;
   if (c.shared_seeds < 2)
     notes.push_back("fewer than two seeds both finished: no paired test");
