@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   std::string copy_probe, extrapolate_rope;
   app.add_option("--copy-probe", copy_probe,
                  "The copy probe of every base run's final model at these distances, e.g. 64,128,256,512: the loss on "
-                 "a repeated segment of the validation split against its first copy");
+                 "a segment of the validation split after itself against that after an unrelated segment");
   app.add_option("--copy-segments", design.copy_segments, "Segments of the validation split per copy-probe distance")
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
       ->capture_default_str();
