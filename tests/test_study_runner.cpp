@@ -613,6 +613,75 @@ TEST_CASE("with dropout, every policy's run is bitwise the same at 2 threads, ha
   }
 }
 
+namespace {
+// Counts the questions whether to stop that a run asks after its last estimate (its full passes
+// and its evaluation after training), or says yes from the `stop_at`-th of them on.
+class StopInEvaluation final : public StudyObserver {
+ public:
+  StopInEvaluation(std::int64_t last_step, std::size_t stop_at) : last_step_(last_step), stop_at_(stop_at) {}
+  void eval(std::size_t, const EvalRecord& r) override { evaluating_ = r.step >= last_step_; }
+  bool stop_requested() override {
+    if (!evaluating_) return false;
+    ++asked;
+    return stop_at_ != 0 && asked >= stop_at_;
+  }
+  void finished(std::size_t, RunEnd end, const std::string&, std::int64_t) override {
+    evaluating_ = false;
+    ends.push_back(end);
+  }
+  std::size_t asked = 0;
+  std::vector<RunEnd> ends;
+
+ private:
+  std::int64_t last_step_;
+  std::size_t stop_at_;  // 0: never, only count
+  bool evaluating_ = false;
+};
+}  // namespace
+
+TEST_CASE("a stop in the evaluation after training keeps the run and each entry it finished, and records() adds "
+          "the rest") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  StudyDesign d = tiny_design();
+  d.variants = {"rope"};
+  d.seeds = {1};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate = {16, 32};
+  d.per_position_bins = 2;
+  d.copy_probe = {4};
+  d.copy_segments = 16;  // two batches of 8
+  StudyFailures failures;
+  TempDir whole("study-runner-evaluated"), dir("study-runner-stopped-in-evaluation");
+  const StudyRunner reference(d, whole.path, corpus(), make_test_model);
+  StopInEvaluation counting(d.steps, 0);
+  reference.run(reference.pending(), 1, counting, failures);
+  REQUIRE(failures.list().empty());
+  const RunSpec& spec = reference.plan()[0];
+  const RunRecord uninterrupted = *load_record(reference.paths().record(spec));
+  REQUIRE(uninterrupted.copy_probe.size() == 1);
+
+  // Stopped at the last question, in the copy probe's second batch: everything before it is recorded.
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+  StopInEvaluation stop(d.steps, counting.asked);
+  runner.run(runner.pending(), 1, stop, failures);
+  CHECK(failures.list().empty());
+  CHECK(stop.ends == std::vector<RunEnd>{RunEnd::stopped});
+  const std::optional<RunRecord> partial = load_record(runner.paths().record(spec));
+  REQUIRE(partial);
+  CHECK(runner.pending().empty());  // finished: its training and full passes are done
+  check_same_numbers(*partial, uninterrupted);
+  CHECK(partial->extrapolation == uninterrupted.extrapolation);
+  CHECK(partial->copy_probe.empty());
+
+  const std::vector<RunRecord> completed = runner.records(true, failures);
+  CHECK(failures.list().empty());
+  REQUIRE(completed.size() == 1);
+  CHECK(completed[0].copy_probe == uninterrupted.copy_probe);
+  CHECK(load_record(runner.paths().record(spec))->copy_probe == uninterrupted.copy_probe);
+}
+
 TEST_CASE("a stop in a run's last estimate or in its evaluation after training resumes exactly for every policy") {
   ThreadCounts restore;
   StudyDesign d = tiny_design();

@@ -175,7 +175,8 @@ class StudyRunner {
   // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
   // finished base run of the same variant and seed, a fine-tune from its base run's final model),
   // evaluates the final model by full passes (and a base run or a fine-tune as
-  // evaluate_final_model does) and returns the run's record.
+  // evaluate_final_model does, its record written before and after each entry) and returns the
+  // run's record.
   RunRecord execute(const RunSpec& spec, StudyObserver& observer, std::size_t job) const {
     if (spec.fine_tune && !std::filesystem::exists(paths_.record(spec.base())))
       fail("its base run ", spec.base().id(), " has not finished");
@@ -224,7 +225,13 @@ class StudyRunner {
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
-    if (spec.steps == design_.steps) evaluate_final_model(record, spec, should_stop);
+    if (spec.steps == design_.steps) {
+      // Recorded before the evaluation after training and after each of its entries: a stop there
+      // keeps the run finished with what it evaluated, and records() adds the rest.
+      const auto save = [&](const RunRecord& r) { write_record(r, paths_.record(spec)); };
+      save(record);
+      evaluate_final_model(record, spec, should_stop, save);
+    }
     return record;
   }
 
@@ -233,8 +240,13 @@ class StudyRunner {
   // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
   // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
   // the method and factor replaced). Whether it evaluated anything (the checkpoint is read only then).
-  // should_stop is asked before every batch (EvaluationStopped).
-  bool evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
+  // should_stop is asked before every batch (EvaluationStopped); `save`, when given, is called with
+  // the record after each entry it adds, so a stop loses only the entry in progress.
+  bool evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {},
+                            const std::function<void(const RunRecord&)>& save = {}) const {
+    const auto saved = [&] {
+      if (save) save(record);
+    };
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
@@ -275,9 +287,13 @@ class StudyRunner {
         if (entry == nullptr) {
           record.extrapolation.push_back(
               keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2), should_stop)));
+          saved();
           entry = &record.extrapolation.back();
         }
-        if (!has_bins(*entry)) (*entry)["per_position"] = per_position_at_length(m, val, L, bins, should_stop);
+        if (!has_bins(*entry)) {
+          (*entry)["per_position"] = per_position_at_length(m, val, L, bins, should_stop);
+          saved();
+        }
       }
       for (std::size_t n : design_.copy_probe) {
         nlohmann::json* entry = record.copy_probe_at(n, scaling);
@@ -288,6 +304,7 @@ class StudyRunner {
         nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments, should_stop));
         if (entry != nullptr) *entry = std::move(row);
         else record.copy_probe.push_back(std::move(row));
+        saved();
       }
     }
     return model != nullptr;
@@ -306,8 +323,9 @@ class StudyRunner {
     } catch (const Interrupted& stopped) {  // asked for: not a failure
       observer.finished(job, RunEnd::stopped,
                         "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
-    } catch (const EvaluationStopped&) {  // its training is saved whole; the evaluation is made again
-      observer.finished(job, RunEnd::stopped, "stopped " + spec.id() + where + " in its evaluation after training");
+    } catch (const EvaluationStopped&) {  // its training is saved whole, and recorded once its full passes are
+      observer.finished(job, RunEnd::stopped,
+                        "stopped " + spec.id() + where + " in its evaluation after training, what it evaluated saved");
     } catch (const std::exception& e) {
       failures.add(spec.id() + where + ": " + e.what());
       observer.finished(job, RunEnd::failed, "FAILED " + spec.id() + where + ": " + e.what());
@@ -359,8 +377,9 @@ class StudyRunner {
         }
         if (!found[i] || !evaluate_finished || spec.steps != design_.steps) continue;
         try {
-          if (evaluate_final_model(*found[i], spec, should_stop)) write_record(*found[i], paths_.record(spec));
-        } catch (const EvaluationStopped&) {  // what it had evaluated is lost, the record kept
+          evaluate_final_model(*found[i], spec, should_stop,
+                               [&](const RunRecord& r) { write_record(r, paths_.record(spec)); });
+        } catch (const EvaluationStopped&) {  // the record keeps what was evaluated before the stop
         } catch (const std::exception& e) {
           failures.add(spec.id() + " (evaluation after training): " + e.what());
         }
