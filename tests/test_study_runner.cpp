@@ -701,7 +701,7 @@ TEST_CASE("a stop in a run's last estimate or in its evaluation after training r
         const RunSpec& spec = reference.plan()[0];
         for (const bool after_estimates : {false, true}) {
           // false: asked during the estimate of the last step; true: after it (the trainer is
-          // done), during the full passes and the extrapolation
+          // done), in the final full passes, before anything is recorded
           INFO("stop asked " << (after_estimates ? "after" : "during") << " the last step's estimate");
           TempDir dir("study-runner-stopped-evaluation");
           StopAt stop(6, after_estimates);

@@ -104,7 +104,7 @@ def plot_curves(summary, records, study):
 def is_published_design(summary):
     """The published numbers are shown only beside a run of the published design: the summary says
     whether it is one (its size, steps, every training setting and the corpus); a summary written
-    before it said so (2026-11) is judged by the size and steps."""
+    before it said so (2026-12-03) is judged by the size and steps."""
     if "published_design" in summary:
         return summary["published_design"]
     published = {"layers": 3, "dim": 192, "heads": 4, "steps": 2000, "context": 128, "batch": 32}
@@ -267,7 +267,9 @@ def plot_copy_probe(summary, study):
     marks = mark_contexts(ax, summary, positions_per_unit=2)  # a probe of distance n takes 2n positions
     ax.set_xscale("log", base=2)
     ax.set_xlabel(f"distance n back to the first copy (tokens); {marks}")
-    ax.set_ylabel("loss after an unrelated segment − after the copy (nats)")
+    # a summary written before 2026-12-03 holds drops against the first copy
+    against = "an unrelated segment" if any("mean_control_loss" in c for c in cells) else "the first copy"
+    ax.set_ylabel(f"loss after {against} − after the copy (nats)")
     ax.set_title("Copy probe: mean ± sd over seeds")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")

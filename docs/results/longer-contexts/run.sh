@@ -17,8 +17,8 @@ mkdir -p "$out/records"
 # Runs finished in earlier sessions, committed as they finished (a new checkout has no runs/).
 # A fine-tune needs its base run's checkpoint, which is not committed: commit a base run's record
 # only together with the records of all its fine-tunes (the study runs them right after it), and
-# no record the log names in "stopped … in its evaluation after training" (written part-way, it
-# needs its checkpoint to be completed).
+# no record the log calls "part-way" ("stopped … in its evaluation after training, its record
+# part-way": it needs its checkpoint to be completed).
 shopt -s nullglob
 committed=(docs/results/longer-contexts/records/*.json)
 if [ ${#committed[@]} -gt 0 ]; then

@@ -175,6 +175,7 @@ inline std::string grid_summary_csv(const GridSummary& g) {
 
 inline std::string grid_summary_markdown(const GridSummary& g) {
   using detail::fixed;
+  const auto tests = std::count_if(g.across.begin(), g.across.end(), [](const auto& c) { return c.test.has_value(); });
   std::ostringstream md;
   md << "# Grid study summary\n\n";
   for (const GridAxis& axis : g.design.grid)
@@ -185,7 +186,8 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
      << ". First each variant across the settings, against "
      << (g.design.grid_list.empty() ? "`" + g.settings.front().first.label() + "`" : "the study's own settings")
      << (g.design.grid.size() > 1 ? " and against each setting one axis away (that axis at its first value)" : "")
-     << " (paired by seed; p-values Holm-adjusted over the table), then each setting's own summary.\n\n"
+     << " (paired by seed; p-values Holm-adjusted over the table's " << tests << " tests), then each setting's "
+        "own summary.\n\n"
      << "## Each variant across the settings\n\n"
      << "| variant | setting | against | n | val loss | baseline val loss (same seeds) | difference | paired t | p "
         "| p (Holm) |\n"

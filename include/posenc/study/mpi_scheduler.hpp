@@ -1,4 +1,5 @@
-// A study over MPI ranks: rank 0 hands out pending runs one at a time and writes their records; every rank trains.
+// A study over MPI ranks: rank 0 hands out pending runs one at a time and writes their records; every rank trains
+// (and writes a base run's record as it evaluates it, StudyRunner::execute).
 // Not part of the umbrella header: only code linked to posenc::mpi includes it.
 #pragma once
 

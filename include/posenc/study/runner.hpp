@@ -325,7 +325,10 @@ class StudyRunner {
                         "stopped " + spec.id() + where + " at step " + std::to_string(stopped.step()) + ", saved");
     } catch (const EvaluationStopped&) {  // its training is saved whole, and recorded once its full passes are
       observer.finished(job, RunEnd::stopped,
-                        "stopped " + spec.id() + where + " in its evaluation after training, what it evaluated saved");
+                        "stopped " + spec.id() + where +
+                            (std::filesystem::exists(paths_.record(spec))
+                                 ? " in its evaluation after training, its record part-way (the study completes it)"
+                                 : " in its final full passes, made again on resuming"));
     } catch (const std::exception& e) {
       failures.add(spec.id() + where + ": " + e.what());
       observer.finished(job, RunEnd::failed, "FAILED " + spec.id() + where + ": " + e.what());

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -388,14 +389,14 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
       PairComparison c;
       c.a = a.variant;
       c.b = b.variant;
+      c.n_a = a.val.size();
+      c.n_b = b.val.size();
       if (a.val.empty() || b.val.empty()) {
         c.note = "no finished runs for one of the two";
         s.pairs.push_back(c);
         continue;
       }
       c.mean_difference = a.mean_val - b.mean_val;
-      c.n_a = a.val.size();
-      c.n_b = b.val.size();
       c.welch = stats::welch_t_test(a.val, b.val);
       std::vector<double> pa, pb;
       for (std::size_t x = 0; x < a.seeds.size(); ++x)
@@ -808,7 +809,8 @@ inline std::string summary_markdown(const StudySummary& s) {
         }
       md << "\n";
     });
-    md << "\nn/a: the model cannot take 2 × n positions.\n";
+    md << "\nn/a: the model cannot take 2 × n positions. —: no record has the probe against the control "
+          "(records made before 2026-12-03 hold one against the first copy, which the study makes again).\n";
   }
 
   if (!s.extended.empty()) {
