@@ -9,9 +9,10 @@
 #   dropout=0.2                                added because dropout 0.1 moved the ranking (the issue asks)
 # The study's own settings are the published design as reproduced: its 12 records are copied from
 # results/published-design, so 60 runs train (about 12 h on two idle cores of a Zen 4, 7 h on a
-# Zen 5). Resumable: the same command continues, also from a new checkout: commit
-# runs/published-settings/records/*.json to docs/results/published-settings/records as runs
-# finish. Writes runs/published-settings.
+# Zen 5). Resumable: the same command continues, also from a new checkout: commit the records
+# with a setting in their name (runs/published-settings/records/*-steps2000-*.json, not the copied
+# study's-settings ones) to docs/results/published-settings/records as runs finish. Writes
+# runs/published-settings.
 set -eu
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"
