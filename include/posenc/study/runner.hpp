@@ -226,11 +226,10 @@ class StudyRunner {
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
     if (spec.steps == design_.steps) {
-      // Recorded before the evaluation after training and after each of its entries: a stop there
+      // Recorded before the evaluation after training (which records each entry): a stop there
       // keeps the run finished with what it evaluated, and records() adds the rest.
-      const auto save = [&](const RunRecord& r) { write_record(r, paths_.record(spec)); };
-      save(record);
-      evaluate_final_model(record, spec, should_stop, save);
+      write_record(record, paths_.record(spec));
+      evaluate_final_model(record, spec, should_stop);
     }
     return record;
   }
@@ -239,14 +238,11 @@ class StudyRunner {
   // fine-tune) lacks, from its final checkpoint: the validation loss at each extrapolation length
   // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
   // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
-  // the method and factor replaced). Whether it evaluated anything (the checkpoint is read only then).
-  // should_stop is asked before every batch (EvaluationStopped); `save`, when given, is called with
-  // the record after each entry it adds, so a stop loses only the entry in progress.
-  bool evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {},
-                            const std::function<void(const RunRecord&)>& save = {}) const {
-    const auto saved = [&] {
-      if (save) save(record);
-    };
+  // the method and factor replaced). The checkpoint is read only when something is missing. The
+  // record is written to its file after each entry it adds, so a stop loses only the entry in
+  // progress; should_stop is asked before every batch (EvaluationStopped).
+  void evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
+    const auto saved = [&] { write_record(record, paths_.record(spec)); };
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
@@ -307,7 +303,6 @@ class StudyRunner {
         saved();
       }
     }
-    return model != nullptr;
   }
 
   // Executes plan()[index] and records it; a failed run is reported and added to `failures`.
@@ -380,8 +375,7 @@ class StudyRunner {
         }
         if (!found[i] || !evaluate_finished || spec.steps != design_.steps) continue;
         try {
-          evaluate_final_model(*found[i], spec, should_stop,
-                               [&](const RunRecord& r) { write_record(r, paths_.record(spec)); });
+          evaluate_final_model(*found[i], spec, should_stop);
         } catch (const EvaluationStopped&) {  // the record keeps what was evaluated before the stop
         } catch (const std::exception& e) {
           failures.add(spec.id() + " (evaluation after training): " + e.what());
