@@ -617,7 +617,7 @@ TEST_CASE("a grid's summary compares the variants within each setting and each v
   CHECK(g.across[1].val.empty());
   const std::string md = grid_summary_markdown(g);
   CHECK(md.find("| rope | init=pytorch | init=normal | 3 | 1.4800 | 1.5233 | -0.0433 |") != std::string::npos);
-  CHECK(md.find("## Setting init=pytorch") != std::string::npos);
+  CHECK(md.find("## At init=pytorch") != std::string::npos);
   CHECK(md.find("### Validation loss by variant") != std::string::npos);
   const std::string csv = grid_summary_csv(g);
   CHECK(csv.find("setting,variant,n,") == 0);
@@ -747,6 +747,79 @@ TEST_CASE("a listed grid's summary compares each point with the study's own sett
   CHECK(g.across[1].mean_difference == Approx((1.60 + 1.61 + 1.66 - 1.50 - 1.52 - 1.55) / 3));
   const std::string md = grid_summary_markdown(g);
   CHECK(md.find("- `dropout=0.1 init=pytorch`") != std::string::npos);
-  CHECK(md.find("## Setting the study's settings") != std::string::npos);
+  CHECK(md.find("## At the study's settings") != std::string::npos);
   CHECK(grid_summary_json(g)["settings"][0]["setting"] == "the study's settings");
+}
+
+TEST_CASE("a grid's summary opens with every setting's means and how many seeds rank as the means and as published") {
+  StudyDesign d;  // the published design
+  d.variants = {"learned", "sinusoidal", "rope", "alibi-single"};
+  d.extended_steps = 0;
+  d.grid_list = {parse_grid_point("dropout=0.1")};
+  const std::vector<GridPoint> points = study_points(d);
+  // the study's settings: seeds 1337 and 2024 rank as published (rope < alibi-single < sinusoidal <
+  // learned), seed 42 puts learned second; at dropout 0.1 learned has no run at seed 42
+  const std::map<std::string, std::vector<double>> study = {{"learned", {1.66, 1.67, 1.58}},
+                                                            {"sinusoidal", {1.64, 1.63, 1.65}},
+                                                            {"rope", {1.55, 1.56, 1.57}},
+                                                            {"alibi-single", {1.60, 1.61, 1.62}}};
+  std::vector<RunRecord> records;
+  for (std::size_t k = 0; k < 2; ++k)
+    for (const auto& [variant, val] : study)
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (k == 1 && variant == "learned" && i == 2) continue;
+        RunRecord r = record(variant, d.seeds[i], 2000, val[i] + 0.01 * static_cast<double>(k), 1.3);
+        r.config = run_config(d, RunSpec{variant, d.seeds[i], 2000, points[k]}, std::string(tiny_shakespeare_digest));
+        records.push_back(r);
+      }
+  const GridSummary g = summarize_grid(d, records);
+  const RankingAgreement at_study = ranking_agreement(g.settings[0].second);
+  // the means: learned 1.6367, sinusoidal 1.64, rope 1.56, alibi-single 1.61
+  CHECK(at_study.ranking_of_means == std::vector<std::string>{"rope", "alibi-single", "learned", "sinusoidal"});
+  CHECK(at_study.seeds_ranked == 3);
+  CHECK(at_study.seeds_ranked_as_means == 0);
+  CHECK(at_study.seeds_ranked_as_published == std::optional<std::size_t>(2));
+  const RankingAgreement at_dropout = ranking_agreement(g.settings[1].second);
+  CHECK(at_dropout.seeds_ranked == 2);  // seed 42 lacks learned
+  CHECK(at_dropout.ranking_of_means == std::vector<std::string>{"rope", "alibi-single", "sinusoidal", "learned"});
+  CHECK(at_dropout.seeds_ranked_as_means == 2);
+  CHECK(at_dropout.seeds_ranked_as_published == std::optional<std::size_t>(2));
+
+  const std::string md = grid_summary_markdown(g);
+  const std::size_t overview = md.find("## Validation loss at each setting");
+  REQUIRE(overview != std::string::npos);
+  CHECK(overview < md.find("## Each variant across the settings"));
+  CHECK(md.find("| setting | learned | sinusoidal | rope | alibi-single | ranking of the means | seeds ranked so | "
+                "seeds ranked as published |\n|---|---|---|---|---|---|---|---|\n"
+                "| published (for reference) | 1.6636 ± 0.0211 | 1.6386 ± 0.0009 | 1.5894 ± 0.0051 | 1.6008 ± 0.0047 | "
+                "rope < alibi-single < sinusoidal < learned | — | — |\n"
+                "| the study's settings | 1.6367 ± 0.0493 | 1.6400 ± 0.0100 | 1.5600 ± 0.0100 | 1.6100 ± 0.0100 | "
+                "rope < alibi-single < learned < sinusoidal | 0 of 3 | 2 of 3 |\n"
+                "| dropout=0.1 | 1.6750 ± 0.0071 (n = 2) | 1.6500 ± 0.0100 |") != std::string::npos);
+  CHECK(md.find("rope < alibi-single < sinusoidal < learned | 2 of 2 | 2 of 2 |") != std::string::npos);
+  CHECK(md.find("## At dropout=0.1") != std::string::npos);
+  std::vector<RunRecord> without_seed_42;  // and no learned at dropout 0.1: no seed to rank there
+  for (const RunRecord& r : records)
+    if (!(r.config.train.seed == 42 || (r.config.dropout > 0 && r.config.posenc == "learned")))
+      without_seed_42.push_back(r);
+  CHECK(grid_summary_markdown(summarize_grid(d, without_seed_42))
+            .find("| dropout=0.1 | — | 1.6450 ± 0.0071 (n = 2) | 1.5650 ± 0.0071 (n = 2) | 1.6150 ± 0.0071 (n = 2) | "
+                  "— | — | — |\n") != std::string::npos);
+  const nlohmann::json j = grid_summary_json(g);
+  CHECK(j["settings"][0]["seeds_ranked_as_published"] == 2);
+  CHECK(j["settings"][1]["ranking_of_means"][3] == "learned");
+
+  // not the published variants: no published row or column; a setting without every variant has no ranking
+  StudyDesign other = d;
+  other.variants = {"rope", "nope"};
+  std::vector<RunRecord> rope_only;
+  for (const RunRecord& r : records)
+    if (r.config.posenc == "rope") rope_only.push_back(r);
+  const GridSummary h = summarize_grid(other, rope_only);
+  CHECK_FALSE(ranking_agreement(h.settings[0].second).seeds_ranked_as_published.has_value());
+  CHECK(ranking_agreement(h.settings[0].second).ranking_of_means.empty());
+  const std::string other_md = grid_summary_markdown(h);
+  CHECK(other_md.find("published (for reference)") == std::string::npos);
+  CHECK(other_md.find("| the study's settings | 1.5600 ± 0.0100 | — | — | — |\n") != std::string::npos);
+  CHECK(grid_summary_json(h)["settings"][0]["seeds_ranked_as_published"].is_null());
 }

@@ -137,7 +137,7 @@ if "$bin" "${one_step[@]}" --grid-point init=pytorch --grid-point 'dropout=0.1 t
      > points.log 2>&1 && grep -q "3 runs in the design, 1 finished, 2 to run" points.log &&
    [ -f points/records/learned-seed1-steps1-dropout-0.1-tie_weights-true.json ] &&
    grep -q "| learned | dropout=0.1 tie_weights=true | the study's settings | 1 |" points/summary.md &&
-   grep -q "## Setting the study's settings" points/summary.md &&
+   grep -q "## At the study's settings" points/summary.md &&
    python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["config"]["embedding_std"] != 1.0)' \
      points/records/learned-seed1-steps1-init-pytorch.json; then
   pass "--grid-point adds settings that change together, beside the study's own"

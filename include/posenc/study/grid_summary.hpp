@@ -87,6 +87,32 @@ inline std::vector<std::pair<std::size_t, std::size_t>> comparison_pairs(const S
   return pairs;
 }
 
+// How one setting ranks the variants: the ranking of their mean validation losses, and how many
+// seeds rank them that way and the published way.
+struct RankingAgreement {
+  std::vector<std::string> ranking_of_means;      // best first; empty unless every variant has a run
+  std::size_t seeds_ranked = 0;                   // the seeds with a finished run of every variant
+  std::size_t seeds_ranked_as_means = 0;          // of those, the seeds that rank as the means do
+  std::optional<std::size_t> seeds_ranked_as_published;  // as the published means do (if all were published)
+};
+
+inline RankingAgreement ranking_agreement(const StudySummary& s) {
+  RankingAgreement a;
+  std::map<std::string, double> means;
+  for (const VariantSummary& v : s.variants)
+    if (!v.val.empty()) means[v.variant] = v.mean_val;
+  if (means.size() == s.design.variants.size()) a.ranking_of_means = detail::rank_variants(means);
+  const std::optional<std::vector<std::string>> published = published_ranking(s.design.variants);
+  if (published) a.seeds_ranked_as_published = 0;
+  for (const auto& [seed, ranking] : s.ranking_by_seed) {
+    if (ranking.size() != s.design.variants.size()) continue;
+    ++a.seeds_ranked;
+    if (ranking == a.ranking_of_means) ++a.seeds_ranked_as_means;
+    if (published && ranking == *published) ++*a.seeds_ranked_as_published;
+  }
+  return a;
+}
+
 // Every point's summary (summarize_study over its records), and each variant's final validation
 // loss at the points comparison_pairs() names against their baselines, paired by seed,
 // Holm-adjusted together.
@@ -140,7 +166,16 @@ inline nlohmann::json grid_summary_json(const GridSummary& g) {
   for (const auto& [point, summary] : g.settings) {
     nlohmann::json values = nlohmann::json::object();
     for (const auto& [name, value] : point.values) values[name] = value;
-    settings.push_back({{"setting", setting_label(point)}, {"values", values}, {"summary", summary_json(summary)}});
+    const RankingAgreement a = ranking_agreement(summary);
+    const nlohmann::json as_published =
+        a.seeds_ranked_as_published ? nlohmann::json(*a.seeds_ranked_as_published) : nlohmann::json(nullptr);
+    settings.push_back({{"setting", setting_label(point)},
+                        {"values", values},
+                        {"ranking_of_means", a.ranking_of_means},
+                        {"seeds_ranked", a.seeds_ranked},
+                        {"seeds_ranked_as_means", a.seeds_ranked_as_means},
+                        {"seeds_ranked_as_published", as_published},
+                        {"summary", summary_json(summary)}});
   }
   nlohmann::json across = nlohmann::json::array();
   for (const SettingComparison& c : g.across)
@@ -173,6 +208,50 @@ inline std::string grid_summary_csv(const GridSummary& g) {
   return out.str();
 }
 
+namespace detail {
+// The table of every setting's mean validation loss by variant, with how the seeds rank them (and,
+// when a setting is the published design, the published row and ranking beside them).
+inline std::string overview_markdown(const GridSummary& g) {
+  const std::vector<std::string>& variants = g.design.variants;
+  const bool published = published_ranking(variants).has_value() &&
+                         std::any_of(g.settings.begin(), g.settings.end(),
+                                     [](const auto& s) { return s.second.published_design; });
+  std::ostringstream md;
+  md << "## Validation loss at each setting\n\nThe mean ± sd over the seeds (n when fewer than the design's "
+     << g.design.seeds.size() << "), the ranking of the means (best first), and how many of the seeds with a run "
+     << "of every variant rank the variants that way" << (published ? " and the published way" : "") << ".\n\n"
+     << "| setting | " << join(variants, " | ") << " | ranking of the means | seeds ranked so |"
+     << (published ? " seeds ranked as published |" : "") << "\n|---|";
+  for (std::size_t i = 0; i < variants.size() + 2; ++i) md << "---|";
+  md << (published ? "---|" : "") << "\n";
+  if (published) {
+    md << "| published (for reference) | ";
+    for (const std::string& v : variants) {
+      const PublishedResult& r = published_results().at(v);
+      md << fixed(r.mean) << " ± " << fixed(r.sd) << " | ";
+    }
+    md << join(*published_ranking(variants), " < ") << " | — | — |\n";
+  }
+  for (const auto& [point, summary] : g.settings) {
+    md << "| " << setting_label(point) << " | ";
+    for (const VariantSummary& v : summary.variants) {
+      if (v.val.empty()) md << "—";
+      else md << fixed(v.mean_val) << (v.sd_val ? " ± " + fixed(*v.sd_val) : "");
+      if (!v.val.empty() && v.val.size() < g.design.seeds.size()) md << " (n = " << v.val.size() << ")";
+      md << " | ";
+    }
+    const RankingAgreement a = ranking_agreement(summary);
+    const auto of = [&](std::size_t k) { return std::to_string(k) + " of " + std::to_string(a.seeds_ranked); };
+    md << (a.ranking_of_means.empty() ? "—" : join(a.ranking_of_means, " < ")) << " | "
+       << (a.seeds_ranked == 0 ? "—" : of(a.seeds_ranked_as_means)) << " |";
+    if (published) md << " " << (a.seeds_ranked == 0 ? "—" : of(*a.seeds_ranked_as_published)) << " |";
+    md << "\n";
+  }
+  md << "\n";
+  return md.str();
+}
+}  // namespace detail
+
 inline std::string grid_summary_markdown(const GridSummary& g) {
   using detail::fixed;
   const auto tests = std::count_if(g.across.begin(), g.across.end(), [](const auto& c) { return c.test.has_value(); });
@@ -188,7 +267,7 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
      << (g.design.grid.size() > 1 ? " and against each setting one axis away (that axis at its first value)" : "")
      << " (paired by seed; p-values Holm-adjusted over the table's " << tests << " tests), then each setting's "
         "own summary.\n\n"
-     << "## Each variant across the settings\n\n"
+     << detail::overview_markdown(g) << "## Each variant across the settings\n\n"
      << "| variant | setting | against | n | val loss | baseline val loss (same seeds) | difference | paired t | p "
         "| p (Holm) |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
@@ -205,7 +284,7 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
        << detail::p_text(c.p_holm) << " |\n";
   }
   for (const auto& [point, summary] : g.settings) {
-    md << "\n## Setting " << setting_label(point) << "\n\n";
+    md << "\n## At " << setting_label(point) << "\n\n";
     // the point's own summary, its headings one level down
     std::istringstream lines(summary_markdown(summary));
     std::string line;

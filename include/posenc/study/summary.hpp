@@ -185,6 +185,28 @@ inline std::vector<std::string> rank_variants(const std::map<std::string, double
   std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) { return val.at(x) < val.at(y); });
   return order;
 }
+}  // namespace detail
+
+// The published ranking of `variants` (best first), by the published means; none when one of them
+// was not in the published study.
+inline std::optional<std::vector<std::string>> published_ranking(const std::vector<std::string>& variants) {
+  std::map<std::string, double> means;
+  for (const std::string& v : variants) {
+    const auto it = published_results().find(v);
+    if (it == published_results().end()) return std::nullopt;
+    means[v] = it->second.mean;
+  }
+  return detail::rank_variants(means);
+}
+
+// The published ranking of all four published variants.
+inline std::vector<std::string> published_ranking() {
+  std::vector<std::string> all;
+  for (const auto& [variant, _] : published_results()) all.push_back(variant);
+  return *published_ranking(all);
+}
+
+namespace detail {
 
 // Why a pair has no test, and how many seeds its tests rest on when they are few.
 inline std::string pair_note(const PairComparison& c) {
@@ -674,7 +696,7 @@ inline std::string summary_markdown(const StudySummary& s) {
      << (!s.ranking_complete ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
          : s.ranking_consistent ? "The ranking is the same in every seed"
                                 : "The ranking is **not** the same in every seed")
-     << ". The published ranking: rope < alibi-single < sinusoidal < learned.\n";
+     << ". The published ranking: " << detail::join(published_ranking(), " < ") << ".\n";
 
   md << "\n## Pairwise comparisons of the validation loss\n\n"
      << "Welch's t-test over all seeds and the paired t-test over the seeds both variants share; two-sided "
