@@ -3,7 +3,8 @@
 # developer preset (warnings as errors) and with the sanitizer preset (AddressSanitizer + UBSan);
 # then runs the libFuzzer targets for a short time (clang). Open MPI is installed so that the
 # distributed study and data-parallel training are tested too (mpirun --oversubscribe -np 2), and
-# Debian's PyTorch so that checkpoints are cross-checked by the independent PyTorch model.
+# Debian's PyTorch so that checkpoints are cross-checked by the independent PyTorch model, and
+# matplotlib so that tools/plot_study.py draws the test studies.
 #   scripts/test.sh            all three
 #   scripts/test.sh --quick    the developer preset only
 set -euo pipefail
@@ -19,10 +20,10 @@ for arg in "$@"; do
 done
 
 if [ "$quick" -eq 1 ]; then
-  scripts/install-deps.sh --mpi --bench
+  scripts/install-deps.sh --mpi --bench --plots
   cmake --workflow --preset test
 else
-  scripts/install-deps.sh --mpi --fuzz --bench
+  scripts/install-deps.sh --mpi --fuzz --bench --plots
   cmake --workflow --preset test
   cmake --workflow --preset sanitize
   cmake --workflow --preset fuzz

@@ -291,6 +291,24 @@ TEMPLATE_LIST_TEST_CASE("gradients match finite differences across several query
   check_model_gradients(model, x, y, std::string(TestType::name) + ", T = " + std::to_string(T), steps);
 }
 
+TEMPLATE_TEST_CASE("under a RoPE scaling the gradients match finite differences, YaRN's magnitude included", "", RoPE,
+                   RoPEInterleaved, RoPEPartial, XPos) {
+  // head dim 8, so rope-partial turns a pair; YaRN at L = 64 with base 10 ramps pairs 0…3 by 0, 0.2,
+  // 0.4, 0.6 (low 0, high 5) and multiplies q and k by 0.1·ln 4 + 1
+  const std::size_t V = 7, T = 6;
+  const RopeScaling scaling =
+      GENERATE(RopeScaling{.method = RopeScalingMethod::linear, .factor = 2},
+               RopeScaling{.method = RopeScalingMethod::yarn, .factor = 4, .base = 10.0, .original_context = 64});
+  CharTransformer<TestType, 1, 16, 2, double> model(ModelConfig{.vocab_size = V, .context = T, .seed = 3,
+                                                                .rope = scaling});
+  CharTransformer<TestType, 1, 16, 2, double> unscaled(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
+  perturb_parameters(model, 4);
+  perturb_parameters(unscaled, 4);
+  const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
+  CHECK(model.loss(x, y) != unscaled.loss(x, y));  // the scaling reaches the loss
+  check_model_gradients(model, x, y, std::string(TestType::name) + " under " + scaling.label());
+}
+
 TEST_CASE("weight tying: one table for tokens and lm_head, whose gradient is the sum of both uses") {
   using Model = TinyModel<RoPE>;
   const std::size_t V = 7;

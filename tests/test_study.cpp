@@ -564,7 +564,7 @@ TEST_CASE("a grid crosses settings, named by config.json's keys, with the varian
   CHECK(problem({parse_grid_axis("init=normal,xavier")}) ==
         "--grid init=xavier: the grid point is not a run configuration: unknown initialisation 'xavier' "
         "(known: normal, pytorch)");
-  CHECK(problem({parse_grid_axis("lr=1e-3,1e-3")}) == "--grid lr: '1e-3' is given twice");
+  CHECK(problem({parse_grid_axis("lr=1e-3,0.001")}) == "--grid lr: '0.001' is given twice");
   CHECK(problem({parse_grid_axis("lr=1e-3"), parse_grid_axis("lr=2e-3")}) == "--grid lr: the setting is given twice");
   CHECK(problem({parse_grid_axis("lr_schedule=constant,cosine")}, 4000)
             .find("--grid lr_schedule=cosine: --extended-steps 4000: an extended run continues") == 0);
@@ -702,14 +702,16 @@ TEST_CASE("listed grid points: the study's own settings, then each point's setti
   CHECK(problem({parse_grid_point("dropout=0.1")}, {parse_grid_axis("init=normal,pytorch")}) ==
         "--grid with --grid-point: a grid's points are either crossed (--grid) or listed (--grid-point)");
   CHECK(problem({parse_grid_point("dropout=0.1"), parse_grid_point("dropout=0.10")}) ==
-        "--grid-point dropout=0.10: the same run configuration as dropout=0.1");
+        "--grid-point dropout=0.1: the same run configuration as dropout=0.1");
+  CHECK(problem({parse_grid_point("dropout=0.1"), parse_grid_point("dropout=0.1 tie_weights=false")}) ==
+        "--grid-point dropout=0.1 tie_weights=false: the same run configuration as dropout=0.1");
   CHECK(problem({parse_grid_point("init=normal")}) ==
         "--grid-point init=normal: the same run configuration as the study's own settings, which it runs anyway");
   CHECK(problem({parse_grid_point("seed=3")}).find("--grid-point seed: not a setting a grid can cross") == 0);
   CHECK(problem({parse_grid_point("lr_schedule=cosine")}).empty());
   // a crossed grid's points may not repeat a configuration either
-  CHECK(problem({}, {parse_grid_axis("dropout=0,0.0")}) ==
-        "--grid dropout=0.0: the same run configuration as dropout=0");
+  CHECK(problem({}, {parse_grid_axis("dropout=0,0.0")}) == "--grid dropout: '0' is given twice");
+  CHECK(problem({}, {parse_grid_axis("dropout=0,0.1"), parse_grid_axis("tie_weights=false")}).empty());
   CHECK_THROWS_WITH(parse_grid_point("dropout=0.1 dropout=0.2"),
                     "--grid-point 'dropout=0.1 dropout=0.2': dropout is given twice");
   CHECK_THROWS_WITH(parse_grid_point("dropout=0,0.1"), Catch::Contains("dropout has one value in a point"));
@@ -822,4 +824,45 @@ TEST_CASE("a grid's summary opens with every setting's means and how many seeds 
   CHECK(other_md.find("published (for reference)") == std::string::npos);
   CHECK(other_md.find("| the study's settings | 1.5600 ± 0.0100 | — | — | — |\n") != std::string::npos);
   CHECK(grid_summary_json(h)["settings"][0]["seeds_ranked_as_published"].is_null());
+}
+
+TEST_CASE("a grid value is read as its setting's kind: a clear error when it is not one, one name when it is") {
+  const auto problem = [](const std::string& setting) {
+    try {
+      with_setting(RunConfig{}, parse_grid_point(setting));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // counts are whole numbers ≥ 0: no wrapping of −1, no cutting of 1.5
+  CHECK(problem("eval_iters=-1") == "--grid eval_iters=-1: eval_iters takes a whole number ≥ 0");
+  CHECK(problem("grad_accum=1.5") == "--grid grad_accum=1.5: grad_accum takes a whole number ≥ 0");
+  CHECK(problem("batch=1e3") == "--grid batch=1e3: batch takes a whole number ≥ 0");
+  CHECK(problem("eval_every=2.5") == "--grid eval_every=2.5: eval_every takes a whole number");
+  CHECK(problem("lr=abc") == "--grid lr=abc: lr takes a number");
+  CHECK(problem("dropout=none") == "--grid dropout=none: dropout takes a number");
+  CHECK(problem("lr=inf") == "--grid lr=inf: lr takes a number");
+  CHECK(problem("tie_weights=yes") == "--grid tie_weights=yes: tie_weights takes true or false");
+  CHECK(problem("tie_weights=1") == "--grid tie_weights=1: tie_weights takes true or false");
+  CHECK(problem("grad_clip=off") == "--grid grad_clip=off: grad_clip takes a number or none");
+  // a choice is text its parser checks, a number included
+  CHECK(problem("init=1") ==
+        "--grid init=1: the grid point is not a run configuration: unknown initialisation '1' "
+        "(known: normal, pytorch)");
+  CHECK(problem("grad_clip=none").empty());
+  CHECK(problem("grad_accum=2").empty());
+  CHECK(with_setting(RunConfig{}, parse_grid_point("grad_accum=2 lr=3e-4 grad_clip=1 tie_weights=true"))
+            .train.grad_accum == 2);
+  // one name for each value: the run's identity follows its configuration, not how it was typed
+  CHECK(parse_grid_axis("lr=1e-3,0.001,3E-4,.5").values ==
+        std::vector<std::string>{"0.001", "0.001", "0.0003", "0.5"});
+  CHECK(parse_grid_axis("dropout=0,0.0,0.10,-0").values == std::vector<std::string>{"0", "0", "0.1", "0"});
+  CHECK(parse_grid_axis("grad_clip=none,1.0,1").values == std::vector<std::string>{"none", "1", "1"});
+  CHECK(parse_grid_axis("warmup_steps=0100,100").values == std::vector<std::string>{"100", "100"});
+  CHECK(parse_grid_point("init=pytorch dropout=0.20").label() == "init=pytorch dropout=0.2");
+  CHECK(parse_grid_point("dropout=0.1 lr_schedule=cosine warmup_steps=100").id_suffix() ==
+        "-dropout-0.1-lr_schedule-cosine-warmup_steps-100");  // the published-settings study's names
+  // a value its setting cannot take stays as written, for the error to quote
+  CHECK(parse_grid_axis("grad_accum=1.5,x").values == std::vector<std::string>{"1.5", "x"});
 }

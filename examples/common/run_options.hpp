@@ -63,7 +63,7 @@ class RunOptions {
             ->check(non_negative_number));
     add(app.add_option("--lr-schedule", schedule_,
                        "constant, or after --warmup-steps: cosine or linear decay to --min-lr-fraction × lr, or wsd "
-                       "(warm-up, stable, then linear decay over the last --decay-fraction of the steps)")
+                       "(warm-up, stable, then the 1 − √r cool-down over the last --decay-fraction of the steps)")
             ->check(CLI::IsMember({"constant", "cosine", "linear", "wsd"})));
     add(app.add_option("--warmup-steps", t.schedule.warmup_steps, "Steps of linear warm-up to --lr")
             ->check(whole_number_in(0, most_steps)));

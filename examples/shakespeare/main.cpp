@@ -170,14 +170,20 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::fail("--resume: the corpus '", config.data, "' changed since the run started (", config.data_digest,
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
-  // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol
+  // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol;
+  // resumed from a saved state, it takes the vocabulary from that state's checkpoint and needs no source
   std::optional<posenc::SafetensorsFile>& source_file = options.init_source;
   std::optional<posenc::CheckpointInfo> source;
   std::optional<posenc::CharTokenizer> source_vocabulary;
   if (!config.init_from.checkpoint.empty()) {
-    if (!source_file) source_file = posenc::read_safetensors(config.init_from.checkpoint);  // resuming; other ranks
-    source = posenc::read_checkpoint_info(*source_file);
-    source_vocabulary.emplace(source->vocabulary);
+    if (const auto saved = options.resume ? run.saved_step() : std::nullopt) {
+      const posenc::SafetensorsFile state = posenc::read_safetensors(run.checkpoint(*saved));
+      source_vocabulary.emplace(posenc::read_checkpoint_info(state).vocabulary);
+    } else {
+      if (!source_file) source_file = posenc::read_safetensors(config.init_from.checkpoint);  // other ranks
+      source = posenc::read_checkpoint_info(*source_file);
+      source_vocabulary.emplace(source->vocabulary);
+    }
   }
   posenc::CharDataset data = make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr);
   if (const std::size_t control = posenc::control_byte_count(text); root && control > 0)
@@ -201,17 +207,18 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   const auto model = examples::make_model(config.shape(),
                                           config.model_config(data.vocab_size()));
   if (source) model->initialize_from(*source_file, *source);  // a resumed run's state replaces it
+  const std::string from = config.init_from.checkpoint.empty()
+                               ? ""
+                               : ", from " + config.init_from.checkpoint + " (step " +
+                                     std::to_string(config.init_from.step) + ", context " +
+                                     std::to_string(config.init_from.context) + ")";
   if (root)
     std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
                 options.resume ? "resuming" : "training", config.posenc.c_str(), model->parameter_count(),
                 config.layers, config.dim, config.heads, config.train.context,
                 static_cast<long long>(config.train.steps),
                 group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
-                source ? (", from " + config.init_from.checkpoint + " (step " + std::to_string(config.init_from.step) +
-                          ", context " + std::to_string(config.init_from.context) + ")")
-                             .c_str()
-                       : "",
-                out.c_str());
+                from.c_str(), out.c_str());
   Progress progress(stdout, /*redraw=*/group == nullptr);
   posenc::TrainingCallbacks callbacks;
   callbacks.on_step = [&](const posenc::StepReport& r) { progress.step(r); };

@@ -404,6 +404,17 @@ if "$bin" train --init-from full/model.safetensors --data corpus.txt --context 3
 else
   failed "--init-from: $(tail -3 tuned.log tuned-learned.log)"
 fi
+# A fine-tune resumes from its own saved state: its source is needed only to start it
+mkdir -p moved-source && cp full/model.safetensors moved-source/model.safetensors
+if "$bin" train --init-from moved-source/model.safetensors --data corpus.txt --context 32 --batch 4 --steps 4 \
+     --eval-every 2 --eval-iters 2 --out tuned-moved > tuned-moved.log 2>&1 &&
+   rm moved-source/model.safetensors &&
+   "$bin" train --resume --out tuned-moved --steps 6 >> tuned-moved.log 2>&1 &&
+   python3 -c 'import json,sys; l=[json.loads(x) for x in open("tuned-moved/log.jsonl")]; sys.exit(0 if l[-1]["step"]==6 else 1)'; then
+  pass "a fine-tune resumes without its source checkpoint"
+else
+  failed "resuming a fine-tune without its source: $(tail -3 tuned-moved.log)"
+fi
 # A scaling given while fine-tuning stretches the source's trained context (16), not the new one:
 # YaRN's ramp and dynamic NTK measure wavelengths against it
 if "$bin" train --init-from full/model.safetensors --data corpus.txt --context 32 --batch 4 --steps 2 --eval-every 2 \

@@ -2,7 +2,12 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,7 +21,7 @@
 namespace posenc {
 
 // One setting and the values a grid gives it: `name` is a key of RunConfig's JSON (lr,
-// lr_schedule, grad_clip, init, tie_weights, …), each value as written on a command line.
+// lr_schedule, grad_clip, init, tie_weights, …), each value as canonical_grid_value writes it.
 struct GridAxis {
   std::string name;
   std::vector<std::string> values;
@@ -53,14 +58,62 @@ inline bool grid_may_set(std::string_view name) {
   return nlohmann::json(to_json(RunConfig{})).contains(name);
 }
 
-// A grid value as JSON: a number, true, false, none (no value: null), or else a string.
-inline nlohmann::json grid_value_json(const std::string& value) {
-  if (value == "none") return nullptr;
-  if (value == "true") return true;
-  if (value == "false") return false;
-  const nlohmann::json number = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
-  if (number.is_number()) return number;
-  return value;
+// A grid value as the JSON of its setting, whose kind is that of its value in a default
+// configuration: a whole number for a count (batch, warmup_steps, grad_accum, eval_iters …), a
+// finite number for a rate (lr, dropout, beta2 …), true or false for a switch (tie_weights), a number
+// or none for grad_clip, any text for a choice (init, lr_schedule …: its parser knows the names).
+// None when the value is not of its setting's kind; `takes` (when given) then says what it takes.
+inline std::optional<nlohmann::json> read_grid_value(const std::string& name, const std::string& value,
+                                                     std::string* takes = nullptr) {
+  const nlohmann::json defaults = to_json(RunConfig{});
+  const auto it = defaults.find(name);
+  if (it == defaults.end() || it->is_string()) return nlohmann::json(value);
+  const auto whole = [&]<class Int>(Int) -> std::optional<nlohmann::json> {
+    Int n{};
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || error != std::errc() || end != value.data() + value.size()) return std::nullopt;
+    return nlohmann::json(n);
+  };
+  const auto number = [&]() -> std::optional<nlohmann::json> {
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(x)) return std::nullopt;
+    return nlohmann::json(x);
+  };
+  std::optional<nlohmann::json> read;
+  std::string kind;
+  if (it->is_boolean()) {
+    kind = "true or false";
+    if (value == "true" || value == "false") read = nlohmann::json(value == "true");
+  } else if (it->is_number_unsigned()) {
+    kind = "a whole number ≥ 0";
+    read = whole(std::uint64_t{});
+  } else if (it->is_number_integer()) {
+    kind = "a whole number";
+    read = whole(std::int64_t{});
+  } else if (it->is_null()) {
+    kind = "a number or none";
+    read = value == "none" ? std::optional<nlohmann::json>(nullptr) : number();
+  } else {
+    kind = "a number";
+    read = number();
+  }
+  if (!read && takes != nullptr) *takes = kind;
+  return read;
+}
+
+// A grid value written one way for each value it can be ("1e-3" and "0.001" → "0.001", "0.10" →
+// "0.1", "1.0" → "1"), so a run's name and identity follow its configuration, not its typing; a
+// value its setting cannot take stays as written (with_setting then says why).
+inline std::string canonical_grid_value(const std::string& name, const std::string& value) {
+  const std::optional<nlohmann::json> read = read_grid_value(name, value);
+  if (!read || read->is_string()) return value;
+  if (read->is_null()) return "none";
+  if (read->is_number_float()) {
+    const double x = read->get<double>();
+    if (x == std::trunc(x) && std::abs(x) < 1e15) return std::to_string(static_cast<std::int64_t>(x));
+  }
+  return read->dump();  // nlohmann writes a double in its shortest round-trip form
 }
 
 // `run` with the point's settings; an unknown name or a value its setting cannot take is an
@@ -74,7 +127,10 @@ inline RunConfig with_setting(const RunConfig& run, const GridPoint& point, std:
     if (!grid_may_set(name))
       fail(option, " ", name, ": not a setting a grid can cross (it may set any key of a run's config.json but ",
            "posenc, seed, steps and data, which --variants, --seeds, --steps and --data set)");
-    j[name] = grid_value_json(value);
+    std::string takes;
+    const std::optional<nlohmann::json> read = read_grid_value(name, value, &takes);
+    if (!read) fail(option, " ", name, "=", value, ": ", name, " takes ", takes);
+    j[name] = *read;
   }
   RunConfig at;
   try {
@@ -116,7 +172,7 @@ inline GridAxis parse_grid_axis(std::string_view text) {
     if (c != ',') {
       value.push_back(c);
     } else if (!value.empty()) {
-      axis.values.push_back(value);
+      axis.values.push_back(canonical_grid_value(axis.name, value));
       value.clear();
     }
   }
@@ -142,6 +198,7 @@ inline GridPoint parse_grid_point(std::string_view text) {
            "' is several); --grid crosses values");
     for (const auto& [seen, unused] : point.values)
       if (seen == name) fail("--grid-point '", text, "': ", name, " is given twice");
+    value = canonical_grid_value(name, value);
     point.values.emplace_back(std::move(name), std::move(value));
     word.clear();
   };
