@@ -228,30 +228,50 @@ TEST_CASE("attention_backward adds into dqkv, also when the hooks rotate") {
   for (std::size_t i = 0; i < once.size(); ++i) REQUIRE(twice[i] == Approx(2 * once[i]));
 }
 
-TEST_CASE("adamw_update follows torch.optim.AdamW step by step") {
-  // lr 0.1, betas (0.9, 0.999), eps 1e-8, weight decay 0.01; params (1.0, -0.5);
-  // gradients (0.1, -0.2), then (0.3, 0.05), then (-0.4, 0.25).
-  // Step 1 by hand for the first parameter: p = 1·(1 − 0.1·0.01) = 0.999; m = 0.01, v = 1e-5;
-  // m̂ = 0.01/0.1 = 0.1, √v̂ = √(1e-5/0.001) = 0.1; p = 0.999 − 0.1·0.1/(0.1 + 1e-8) = 0.89900001.
-  // Steps 2 and 3 (and step 1's second parameter) as torch.optim.AdamW 1.13.1 computes them in
-  // float64 (torch.optim.AdamW([p], lr=0.1, weight_decay=0.01), p.grad set by hand, step()).
-  const AdamWConfig cfg{.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
+namespace {
+// Three adamw_update steps on params (1.0, -0.5) with gradients (0.1, -0.2), (0.3, 0.05), (-0.4, 0.25)
+// against torch.optim.AdamW 1.13 in float64 (torch.optim.AdamW([p], lr=…, betas=…, eps=…,
+// weight_decay=…), p.grad set by hand, step()): the parameters after each step, then exp_avg and
+// exp_avg_sq after the third.
+void check_adamw_against_torch(const AdamWConfig& cfg, const Vec (&expected)[3], const Vec& exp_avg,
+                               const Vec& exp_avg_sq) {
   Vec p = {1.0, -0.5}, m = {0, 0}, v = {0, 0};
   const Vec grads[3] = {{0.1, -0.2}, {0.3, 0.05}, {-0.4, 0.25}};
+  for (int step = 0; step < 3; ++step) {
+    adamw_update(p.data(), grads[step].data(), m.data(), v.data(), 2, step + 1, cfg);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(p[i] == Approx(expected[step][i]).epsilon(1e-13));
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(m[i] == Approx(exp_avg[i]).epsilon(1e-13));
+    CHECK(v[i] == Approx(exp_avg_sq[i]).epsilon(1e-13));
+  }
+}
+}  // namespace
+
+TEST_CASE("adamw_update follows torch.optim.AdamW step by step") {
+  // lr 0.1, betas (0.9, 0.999), eps 1e-8, weight decay 0.01.
+  // Step 1 by hand for the first parameter: p = 1·(1 − 0.1·0.01) = 0.999; m = 0.01, v = 1e-5;
+  // m̂ = 0.01/0.1 = 0.1, √v̂ = √(1e-5/0.001) = 0.1; p = 0.999 − 0.1·0.1/(0.1 + 1e-8) = 0.89900001.
   const Vec expected[3] = {{0.8990000099999991, -0.39950000499999977},
                            {0.80632290219559, -0.35215369109544686},
                            {0.8116566790266863, -0.3780317446053405}};
   CHECK(1.0 * (1 - 0.1 * 0.01) - 0.1 * 0.1 / (0.1 + 1e-8) == Approx(expected[0][0]).epsilon(1e-15));
-  for (int step = 0; step < 3; ++step) {
-    adamw_update(p.data(), grads[step].data(), m.data(), v.data(), 2, step + 1, cfg);
-    CHECK(p[0] == Approx(expected[step][0]).epsilon(1e-13));
-    CHECK(p[1] == Approx(expected[step][1]).epsilon(1e-13));
-  }
-  // torch's state after three steps: exp_avg and exp_avg_sq
-  CHECK(m[0] == Approx(-0.004900000000000001).epsilon(1e-13));
-  CHECK(m[1] == Approx(0.013299999999999994).epsilon(1e-13));
-  CHECK(v[0] == Approx(0.00025989001000000027).epsilon(1e-13));
-  CHECK(v[1] == Approx(0.00010491754000000009).epsilon(1e-13));
+  check_adamw_against_torch({.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01}, expected,
+                            {-0.004900000000000001, 0.013299999999999994},
+                            {0.00025989001000000027, 0.00010491754000000009});
+}
+
+TEST_CASE("adamw_update follows torch.optim.AdamW with other betas, epsilon and weight decay") {
+  // lr 0.05, betas (0.8, 0.95), eps 1e-6, weight decay 0.1 (nanoGPT's betas are (0.9, 0.95)).
+  // Step 1 by hand for the first parameter: p = 1·(1 − 0.05·0.1) = 0.995; m = 0.2·0.1 = 0.02,
+  // v = 0.05·0.01 = 5e-4; m̂ = 0.1, √v̂ = 0.1; p = 0.995 − 0.05·0.1/(0.1 + 1e-6).
+  const Vec expected[3] = {{0.945000499995, -0.44750024999875},
+                           {0.8935466641277772, -0.4240607421688108},
+                           {0.8956645643480798, -0.4395845087739627}};
+  CHECK(0.995 - 0.05 * 0.1 / (0.1 + 1e-6) == Approx(expected[0][0]).epsilon(1e-15));
+  check_adamw_against_torch({.lr = 0.05, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1}, expected,
+                            {-0.019199999999999995, 0.03239999999999999},
+                            {0.012726250000000012, 0.005048750000000005});
 }
 
 TEST_CASE("dropout on floats (the AVX2 path where the CPU has it) drops exactly the elements keeps() names") {

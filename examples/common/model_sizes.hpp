@@ -26,4 +26,11 @@ inline std::string model_sizes_help() {
   return "built for " + posenc::model_sizes_text<ModelSizes>() + "; " + model_size_recipe();
 }
 
+// posenc::Error naming the built sizes when the programs are not built for this one: a program
+// checks before it writes anything, so a refused run leaves no files behind.
+inline void check_model_size(const posenc::ModelShape& shape) {
+  if (!posenc::with_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads, []<class>() {}))
+    posenc::fail_unbuilt_model_size<ModelSizes>(shape.layers, shape.dim, shape.heads, model_size_recipe());
+}
+
 }  // namespace examples

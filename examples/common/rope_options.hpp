@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,7 +21,7 @@ class RopeOptions {
  public:
   explicit RopeOptions(CLI::App& app) : app_(app) {
     add(app.add_option("--rope-base", base_, "A rotary policy's base θ, replacing its own (10000)")
-            ->check(number_in(1.000001, 1e300, "a number > 1")));
+            ->check(number_in(std::nextafter(1.0, 2.0), 1e300, "a number > 1")));
     add(app.add_option("--rope-scaling", method_,
                        "How a rotary policy reaches past its trained context: none, linear (position interpolation), "
                        "ntk (NTK-aware base), dynamic-ntk (NTK by the sequence's length) or yarn")

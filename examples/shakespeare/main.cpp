@@ -157,6 +157,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   }
   config.train.schedule.check(config.train.steps);  // before anything is written
+  examples::check_model_size(config.shape());
   if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
     std::string text = root ? posenc::to_json(config).dump() : std::string();
     group->broadcast(text);

@@ -28,14 +28,14 @@ class Progress {
   void step(const posenc::StepReport& r) {
     const std::string eta = this->eta(r);
     if (terminal_) {
-      std::fprintf(out_, "\r\x1b[Kstep %lld/%lld  loss %.4f  %.0f tokens/s  elapsed %s  ETA %s",
-                   static_cast<long long>(r.step), static_cast<long long>(r.total), r.loss,
+      std::fprintf(out_, "\r\x1b[Kstep %lld/%lld  loss %.4f  lr %.3g  |grad| %.3g  %.0f tokens/s  elapsed %s  ETA %s",
+                   static_cast<long long>(r.step), static_cast<long long>(r.total), r.loss, r.lr, r.grad_norm,
                    r.tokens_per_second, format_duration(r.elapsed_seconds).c_str(), eta.c_str());
       std::fflush(out_);
       dirty_ = true;
     } else if (r.step % plain_interval(r.total) == 0) {
-      std::fprintf(out_, "step %lld/%lld loss %.4f tokens/s %.0f elapsed %s eta %s\n",
-                   static_cast<long long>(r.step), static_cast<long long>(r.total), r.loss,
+      std::fprintf(out_, "step %lld/%lld loss %.4f lr %.3g grad_norm %.3g tokens/s %.0f elapsed %s eta %s\n",
+                   static_cast<long long>(r.step), static_cast<long long>(r.total), r.loss, r.lr, r.grad_norm,
                    r.tokens_per_second, format_duration(r.elapsed_seconds).c_str(), eta.c_str());
       std::fflush(out_);
     }

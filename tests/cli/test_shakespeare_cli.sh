@@ -102,6 +102,13 @@ assert json.loads(meta["training"])["lr_schedule"] == "wsd", meta["training"]
 PY
 then
   pass "training settings are recorded in config.json and the checkpoint, and --resume continues them exactly"
+  # the progress shows each step's rate (warm-up: lr·step/4) and gradient norm
+  if grep -qE "^step 1/30 loss [0-9.]+ lr 0.00025 grad_norm [0-9.e+-]+ " settings.log &&
+     grep -qE "^step 4/30 loss [0-9.]+ lr 0.001 grad_norm [0-9.e+-]+ " settings.log; then
+    pass "train's progress shows the learning rate and the gradient norm"
+  else
+    failed "progress: $(grep -m 4 '^step' settings.log)"
+  fi
 else
   failed "training settings: $(tail -3 settings.log) $(tail -3 settings-resume.log)"
 fi
@@ -272,6 +279,7 @@ expect_error "a directory as the data file" "data file 'a-directory' is a direct
 expect_error "--resume with fewer steps than the run has" "is already at step 30" "$bin" train --resume --out full --steps 10
 expect_error "unknown --precision" "--precision" "$bin" train "${tiny[@]}" --data corpus.txt --precision fp16 --out bad-precision
 expect_error "a model size the binary is not built for" "not built for a model of 5 layers" "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9
+if [ ! -e bad9 ]; then pass "a refused model size leaves no run folder"; else failed "a refused size wrote $(ls bad9)"; fi
 expect_error "an unbuilt size says how to build it" "configure with -DPOSENC_MODEL_SIZES=" \
   "$bin" train --posenc rope --layers 5 --data corpus.txt --out bad9b
 "$bin" train --help > sizes-help.txt 2>&1  # to a file: grep -q closing a pipe early would fail it under pipefail
@@ -363,6 +371,11 @@ expect_error "a scaling without its factor" "yarn needs a factor > 1" \
 expect_error "a RoPE scaling for a policy without rotations" "apply to rotary policies" \
   "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --rope-scaling linear --rope-factor 2
 expect_error "a RoPE base of 1" "--rope-base" "$bin" sample --checkpoint full/model.safetensors --rope-base 1
+if "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --rope-base 1.0000001 > base-near-1.txt 2>&1; then
+  pass "a RoPE base just over 1 is taken"
+else
+  failed "--rope-base 1.0000001: $(tail -2 base-near-1.txt)"
+fi
 expect_error "--batch where the passes size themselves" "--batch excludes --contexts" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --batch 2
 expect_error "--top-p under greedy sampling" "--top-p: --temperature 0 always picks the most likely character" \
