@@ -401,6 +401,68 @@ TEMPLATE_TEST_CASE("with dropout, the gradients of a training pass match finite 
   CHECK(plain.loss(x, y) == clean);
 }
 
+TEST_CASE("a block drops at each of its three sites at rate p: the attention probabilities and both branches") {
+  // The attention's and the MLP's output projections are 0 with bias 1, so each branch adds
+  // dropout(1) to its residual: 0 where dropped, 1/(1 − p) where kept. q = k = 0 and v = 1 make
+  // every row's probabilities uniform, so the attention output at query t is 1/(1 − p) times the
+  // share of its t + 1 probabilities kept (exactly 1 without dropout).
+  const std::size_t B = 4, T = 16, D = 8, H = 2, N = B * T, head_dim = D / H;
+  const double p = 0.3;
+  const DropoutMask mask{.key = 5, .p = p};
+  const double scale = mask.scale<double>();  // 1/(1 − p) for p as the 16-bit threshold rounds it
+  auto table = std::make_shared<ParameterTable>();
+  DecoderBlock<NoPE, D, H, double> block(*table, 0, T);
+  ParameterStore<double> store(table);
+  store.initialize(19);
+  const auto set = [&](const char* name, double value, std::size_t from = 0) {
+    auto tensor = store.values.view(std::string("transformer.h.0.") + name);
+    std::fill(tensor.begin() + static_cast<std::ptrdiff_t>(from), tensor.end(), value);
+  };
+  set("attn.c_attn.weight", 0);
+  set("attn.c_attn.bias", 0);
+  set("attn.c_attn.bias", 1, 2 * D);  // v
+  set("attn.c_proj.weight", 0);
+  set("attn.c_proj.bias", 1);
+  set("mlp.c_proj.weight", 0);
+  set("mlp.c_proj.bias", 1);
+  const std::vector<double> inp = posenc_test::random_vector(N * D, 21);
+  std::vector<double> out(N * D);
+  BlockActivations<double> act;
+  act.resize(B, T, D, H);
+  block.forward(out.data(), inp.data(), act, store, B, T);
+  CHECK(std::all_of(act.atty.begin(), act.atty.end(), [](double a) { return a == Approx(1.0).epsilon(1e-12); }));
+
+  block.forward(out.data(), inp.data(), act, store, B, T, mask);
+  const auto dropped_share = [&](const std::vector<double>& added) {  // added: each a 0 or 1/(1 − p)
+    std::size_t dropped = 0;
+    for (const double a : added) {
+      REQUIRE((a == Approx(0).margin(1e-12) || a == Approx(scale).epsilon(1e-12)));
+      dropped += a < scale / 2;
+    }
+    return static_cast<double>(dropped) / static_cast<double>(added.size());
+  };
+  std::vector<double> attention_branch(N * D), mlp_branch(N * D);
+  for (std::size_t i = 0; i < N * D; ++i) {
+    attention_branch[i] = act.res1[i] - inp[i];
+    mlp_branch[i] = out[i] - act.res1[i];
+  }
+  // 512 elements each: the share's sd is about 0.02
+  CHECK(dropped_share(attention_branch) == Approx(p).margin(0.1));
+  CHECK(dropped_share(mlp_branch) == Approx(p).margin(0.1));
+  CHECK(attention_branch != mlp_branch);  // the sites' masks differ
+  // the attention probabilities: each row keeps a whole number of its t + 1 keys
+  double kept = 0, keys = 0;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t h = 0; h < H; ++h) {
+        const double row_kept = act.atty[(b * T + t) * D + h * head_dim] * static_cast<double>(t + 1) / scale;
+        REQUIRE(row_kept == Approx(std::round(row_kept)).margin(1e-9));
+        kept += std::round(row_kept);
+        keys += static_cast<double>(t + 1);
+      }
+  CHECK(1 - kept / keys == Approx(p).margin(0.07));  // 1,088 probabilities: sd about 0.014
+}
+
 TEST_CASE("dropout masks follow each sequence's place in the batch, not the chunks it is computed in") {
   const std::size_t V = 7;
   const Tokens x = random_tokens(5, 6, V, 5), y = random_tokens(5, 6, V, 6);
