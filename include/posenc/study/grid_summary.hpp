@@ -213,7 +213,8 @@ namespace detail {
 // when a setting is the published design, the published row and ranking beside them).
 inline std::string overview_markdown(const GridSummary& g) {
   const std::vector<std::string>& variants = g.design.variants;
-  const bool published = published_ranking(variants).has_value() &&
+  const std::optional<std::vector<std::string>> published_order = published_ranking(variants);
+  const bool published = published_order.has_value() &&
                          std::any_of(g.settings.begin(), g.settings.end(),
                                      [](const auto& s) { return s.second.published_design; });
   std::ostringstream md;
@@ -230,7 +231,7 @@ inline std::string overview_markdown(const GridSummary& g) {
       const PublishedResult& r = published_results().at(v);
       md << fixed(r.mean) << " ± " << fixed(r.sd) << " | ";
     }
-    md << join(*published_ranking(variants), " < ") << " | — | — |\n";
+    md << join(*published_order, " < ") << " | — | — |\n";
   }
   for (const auto& [point, summary] : g.settings) {
     md << "| " << setting_label(point) << " | ";
