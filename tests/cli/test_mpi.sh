@@ -18,6 +18,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI container
 export OMPI_MCA_btl_vader_single_copy_mechanism=none              # containers often forbid ptrace
 export OMPI_MCA_rmaps_base_oversubscribe=1
 mpi=(mpirun --oversubscribe -np 2)
+# What a failed MPI command said: the program's own error lines (Open MPI's MPI_Abort notice
+# follows them and would fill a plain tail), else the last lines.
+last_words() {
+  grep -m3 -e ' (rank [0-9]*): ' -e '^error' "$1" || tail -5 "$1"
+}
 write_corpus corpus.txt 5
 
 design=(--variants rope,alibi --seeds 1,2 --steps 60 --extended-steps 90 --extended-seeds 1
@@ -29,7 +34,7 @@ if "${mpi[@]}" "$study" "${design[@]}" --out distributed > distributed.log 2>&1 
    grep -q "(rank 1)" distributed.log; then
   pass "mpirun -np 2 study hands runs to both ranks and rank 0 writes every record"
 else
-  failed "distributed study: $(tail -5 distributed.log)"
+  failed "distributed study: $(last_words distributed.log)"
 fi
 # The summaries must agree in everything but the clocks (wall time, tokens/s) and the paths.
 compare_summaries() {
@@ -53,7 +58,7 @@ fi
 if "${mpi[@]}" "$study" "${design[@]}" --out distributed > again.log 2>&1 && grep -q "12 finished, 0 to run" again.log; then
   pass "a finished distributed study skips every run"
 else
-  failed "distributed rerun: $(tail -3 again.log)"
+  failed "distributed rerun: $(last_words again.log)"
 fi
 
 # A run that cannot start (its directory's name is taken by a file): the rank that got it reports
@@ -65,7 +70,7 @@ if [ "$status" -ne 0 ] && grep -q "alibi-seed2-steps60 (rank [01])" broken.log &
    [ "$(ls broken/records | wc -l)" -eq 10 ] && grep -q "Missing runs.*alibi-seed2-steps60" broken/summary.md; then
   pass "a failed run is reported with its rank and reason; the others finish; the summary names it missing"
 else
-  failed "failure report (exit $status): $(tail -5 broken.log)"
+  failed "failure report (exit $status): $(last_words broken.log)"
 fi
 expect_error "--jobs under mpirun is refused" "start more ranks instead" \
   "${mpi[@]}" "$study" "${design[@]}" --out jobs --jobs 2
@@ -92,7 +97,7 @@ if "${mpi[@]}" "$shakespeare" "${train[@]}" --steps 60 --out parallel > parallel
    [ -s parallel/model.safetensors ]; then
   pass "mpirun -np 2 shakespeare train gives the single-process losses"
 else
-  failed "data-parallel training: $(tail -5 parallel.log)"
+  failed "data-parallel training: $(last_words parallel.log)"
 fi
 "$shakespeare" eval --checkpoint alone/model.safetensors --data corpus.txt --json > alone.json
 "$shakespeare" eval --checkpoint parallel/model.safetensors --data corpus.txt --json > parallel.json
@@ -103,12 +108,13 @@ else
 fi
 
 # Resumed under mpirun: rank 0 reads the run and sends the state to the other rank.
-"${mpi[@]}" "$shakespeare" "${train[@]}" --steps 30 --out resumed > /dev/null 2>&1
+"${mpi[@]}" "$shakespeare" "${train[@]}" --steps 30 --out resumed > resumed-start.log 2>&1 ||
+  failed "data-parallel run to resume: $(last_words resumed-start.log)"
 if "${mpi[@]}" "$shakespeare" train --resume --out resumed --steps 60 > resumed.log 2>&1 &&
    compare_logs resumed/log.jsonl alone/log.jsonl; then
   pass "a data-parallel run resumed under mpirun continues as the uninterrupted run"
 else
-  failed "data-parallel resume: $(tail -5 resumed.log)"
+  failed "data-parallel resume: $(last_words resumed.log)"
 fi
 expect_error "eval under mpirun is refused" "only train runs over several MPI ranks" \
   "${mpi[@]}" "$shakespeare" eval --checkpoint alone/model.safetensors --data corpus.txt
