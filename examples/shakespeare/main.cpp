@@ -156,13 +156,15 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
     posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   }
-  config.train.schedule.check(config.train.steps);  // before anything is written
-  examples::check_model_size(config.shape());
   if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
     std::string text = root ? posenc::to_json(config).dump() : std::string();
     group->broadcast(text);
     config = posenc::run_config_from_json(nlohmann::json::parse(text), "rank 0's configuration");
   }
+  // before anything is written; after the broadcast, since a resuming rank but 0 knows only the
+  // default configuration until then
+  config.train.schedule.check(config.train.steps);
+  examples::check_model_size(config.shape());
   if (config.precision == posenc::Precision::bf16)
     if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
   const std::string text = posenc::read_text_file(config.data);

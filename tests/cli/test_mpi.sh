@@ -107,7 +107,9 @@ else
   failed "final models differ: $(cat parallel.json alone.json)"
 fi
 
-# Resumed under mpirun: rank 0 reads the run and sends the state to the other rank.
+# Resumed under mpirun: rank 0 reads the run and sends the configuration and state to the other
+# rank. (Under the sanitizer preset, built only for 2x64x4, a rank that checked its own default
+# model size instead of rank 0's refused to resume.)
 "${mpi[@]}" "$shakespeare" "${train[@]}" --steps 30 --out resumed > resumed-start.log 2>&1 ||
   failed "data-parallel run to resume: $(last_words resumed-start.log)"
 if "${mpi[@]}" "$shakespeare" train --resume --out resumed --steps 60 > resumed.log 2>&1 &&
