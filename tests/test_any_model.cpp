@@ -62,3 +62,29 @@ TEST_CASE("evaluate_at_length says why a length is not applicable instead of cli
   CHECK(std::isfinite(row["non_overlapping"].get<double>()));
   CHECK(std::isfinite(row["sliding"].get<double>()));
 }
+
+TEST_CASE("evaluate_at_length with bins takes the non-overlapping loss from the pass by position") {
+  std::vector<TokenId> tokens(203);  // 202 targets: 12 full windows of 16 and a last one of 10
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>((i * 7 + i / 5) % 5);
+  for (const char* policy : {"rope", "learned", "alibi"}) {
+    INFO(policy);
+    // PyTorch's init: targets' losses far apart, so leaving the last window out would show
+    auto model = make_test_model({policy, 1, 8, 2},
+                                 ModelConfig{.vocab_size = 5, .context = 16, .init = InitScheme::pytorch});
+    const nlohmann::json plain = evaluate_at_length(*model, tokens, 16, 8);
+    const nlohmann::json binned = evaluate_at_length(*model, tokens, 16, 8, 4);
+    CHECK(!plain.contains("per_position"));
+    // the same targets summed in another order: equal to float rounding
+    CHECK(binned["non_overlapping"].get<double>() ==
+          Approx(model->evaluate_loss(tokens, 16, 32, {}).loss).epsilon(1e-6));
+    CHECK(binned["non_overlapping"].get<double>() == Approx(plain["non_overlapping"].get<double>()).epsilon(1e-6));
+    CHECK(binned["sliding"] == plain["sliding"]);
+    CHECK(binned["per_position"] == per_position_at_length(*model, tokens, 16, 4));
+    CHECK(binned["per_position"]["windows"] == 12);
+  }
+  // a split of whole windows has no last window to score apart
+  auto rope = make_test_model({"rope", 1, 8, 2}, ModelConfig{.vocab_size = 5, .context = 16});
+  const std::vector<TokenId> whole(tokens.begin(), tokens.begin() + 16 * 12 + 1);
+  CHECK(evaluate_at_length(*rope, whole, 16, 8, 4)["non_overlapping"].get<double>() ==
+        Approx(rope->evaluate_loss(whole, 16, 32, {}).loss).epsilon(1e-6));
+}

@@ -299,7 +299,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
       for (std::size_t L : {16, 32}) {
         const nlohmann::json* e = r.extrapolation_at(L, scaling);
         REQUIRE(e != nullptr);
-        CHECK(e->at("non_overlapping") == evaluate_at_length(*model, data.val(), L, L / 2)["non_overlapping"]);
+        CHECK(e->at("non_overlapping") == evaluate_at_length(*model, data.val(), L, L / 2, 4)["non_overlapping"]);
         const nlohmann::json& bins = e->at("per_position").at("bins");
         REQUIRE(bins.size() == 4);
         CHECK(bins[3]["first"].get<std::size_t>() == 3 * L / 4);

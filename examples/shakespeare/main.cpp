@@ -302,7 +302,7 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
   if (!o.json && info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
-    nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride);
+    nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride, o.per_position ? o.bins : 0);
     if (!o.json) {
       if (row.contains("note"))
         std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
@@ -310,13 +310,10 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
         std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, row["non_overlapping"].get<double>(),
                     row["sliding"].get<double>(), stride);
     }
-    if (o.per_position && !row.contains("note")) {
-      row["per_position"] = posenc::per_position_at_length(model, data.val(), L, o.bins);
-      if (!o.json)
-        for (const nlohmann::json& bin : row["per_position"]["bins"])
-          std::printf("          positions %5zu-%-5zu %8.4f\n", bin["first"].get<std::size_t>(),
-                      bin["last"].get<std::size_t>(), bin["loss"].get<double>());
-    }
+    if (row.contains("per_position") && !o.json)
+      for (const nlohmann::json& bin : row["per_position"]["bins"])
+        std::printf("          positions %5zu-%-5zu %8.4f\n", bin["first"].get<std::size_t>(),
+                    bin["last"].get<std::size_t>(), bin["loss"].get<double>());
     rows.push_back(row);
   }
   if (o.json) {

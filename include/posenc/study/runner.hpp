@@ -282,14 +282,11 @@ class StudyRunner {
         AnyModel& m = model_under(scaling);
         if (entry == nullptr) {
           record.extrapolation.push_back(
-              keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2), should_stop)));
-          saved();
-          entry = &record.extrapolation.back();
-        }
-        if (!has_bins(*entry)) {
+              keyed(evaluate_at_length(m, val, L, std::max<std::size_t>(1, L / 2), bins, should_stop)));
+        } else {  // an entry of a study without the loss by position, or with other bins
           (*entry)["per_position"] = per_position_at_length(m, val, L, bins, should_stop);
-          saved();
         }
+        saved();
       }
       for (std::size_t n : design_.copy_probe) {
         nlohmann::json* entry = record.copy_probe_at(n, scaling);

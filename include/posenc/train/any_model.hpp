@@ -157,11 +157,30 @@ std::unique_ptr<AnyModel> make_any_model(const ModelShape& shape, const ModelCon
   return make_any_model_from_shards<Sizes, 1>({&make_any_model_in_shard<0, 1, Sizes>}, shape, config);
 }
 
+// The mean loss by position as JSON {windows, bins: [{first, last, loss}]}: `by_position` over
+// `bins` ranges of positions.
+inline nlohmann::json per_position_json(const PositionLoss& by_position, std::size_t bins) {
+  if (bins == 0) fail("per-position loss: the number of bins must be positive");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PositionLoss::Bin& b : by_position.binned(bins))
+    rows.push_back({{"first", b.first}, {"last", b.last}, {"loss", b.loss}});
+  return {{"windows", by_position.windows}, {"bins", rows}};
+}
+
+// The mean loss by position in windows of `length` (per_position_loss) over `bins` ranges of
+// positions, as JSON (per_position_json). should_stop is asked before every batch.
+inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<TokenId>& tokens,
+                                             std::size_t length, std::size_t bins, const StopCheck& should_stop = {}) {
+  return per_position_json(model.per_position_loss(tokens, length, should_stop), bins);
+}
+
 // The validation loss at one evaluation length in both protocols, as a JSON row {length, stride,
-// non_overlapping, sliding}; a length past what the model accepts (a learned table's rows) gives
+// non_overlapping, sliding}, and with bins > 0 the loss by position too (per_position, as
+// per_position_at_length); a length past what the model accepts (a learned table's rows) gives
 // nulls and a note saying why — never a clipped number. should_stop is asked before every batch.
 inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<TokenId>& tokens, std::size_t length,
-                                         std::size_t stride, const StopCheck& should_stop = {}) {
+                                         std::size_t stride, std::size_t bins = 0,
+                                         const StopCheck& should_stop = {}) {
   nlohmann::json row = {{"length", length}, {"stride", stride}};
   const std::size_t targets = tokens.empty() ? 0 : tokens.size() - 1;
   const auto not_applicable = [&](const std::string& why) {
@@ -177,23 +196,26 @@ inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<Toke
                               : "longer than the model's maximum context " + std::to_string(model.max_context()));
   if (length > targets)  // one window of the whole split would be a shorter length in disguise
     return not_applicable("the split has only " + std::to_string(targets) + " targets");
-  // Batches of about 4,096 tokens, as the sliding protocol uses.
-  row["non_overlapping"] =
-      model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length), should_stop).loss;
+  if (bins > 0) {
+    // The loss by position scores the non-overlapping protocol's full windows: its loss is theirs
+    // and the shorter last window's, so the split's windows are read once, not twice.
+    const PositionLoss by_position = model.per_position_loss(tokens, length, should_stop);
+    double total = 0;
+    for (const double loss : by_position.mean_loss) total += loss * static_cast<double>(by_position.windows);
+    const std::size_t scored = by_position.windows * length;
+    if (const std::size_t rest = targets - scored; rest > 0) {
+      const std::vector<TokenId> last(tokens.begin() + static_cast<std::ptrdiff_t>(scored), tokens.end());
+      total += model.evaluate_loss(last, rest, 1, should_stop).loss * static_cast<double>(rest);
+    }
+    row["non_overlapping"] = total / static_cast<double>(targets);
+    row["per_position"] = per_position_json(by_position, bins);
+  } else {
+    // Batches of about 4,096 tokens, as the sliding protocol uses.
+    row["non_overlapping"] =
+        model.evaluate_loss(tokens, length, std::max<std::size_t>(1, 4096 / length), should_stop).loss;
+  }
   row["sliding"] = model.evaluate_loss_sliding(tokens, length, stride, should_stop).loss;
   return row;
-}
-
-// The mean loss by position in windows of `length` (per_position_loss) over `bins` ranges of
-// positions, as JSON {windows, bins: [{first, last, loss}]}. should_stop is asked before every batch.
-inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<TokenId>& tokens,
-                                             std::size_t length, std::size_t bins, const StopCheck& should_stop = {}) {
-  if (bins == 0) fail("per-position loss: the number of bins must be positive");
-  const PositionLoss by_position = model.per_position_loss(tokens, length, should_stop);
-  nlohmann::json rows = nlohmann::json::array();
-  for (const PositionLoss::Bin& b : by_position.binned(bins))
-    rows.push_back({{"first", b.first}, {"last", b.last}, {"loss", b.loss}});
-  return {{"windows", by_position.windows}, {"bins", rows}};
 }
 
 // The copy probe at one distance as a JSON row {distance, segments, control_loss, control_sd,
