@@ -557,6 +557,15 @@ TEST_CASE("a scaling spec names the method, the factor and any setting the metho
   CHECK(problem("yarn").find("expected METHOD:FACTOR") != std::string::npos);
 }
 
+TEST_CASE("a scaling over a model's own settings replaces the method, the factor and what the scaling sets") {
+  const RopeScaling own = parse_rope_scaling_spec("yarn:2:base=500:beta_fast=16");
+  CHECK(rope_scaling_over(own, parse_rope_scaling_spec("yarn:8")) ==
+        parse_rope_scaling_spec("yarn:8:base=500:beta_fast=16"));
+  CHECK(rope_scaling_over(own, parse_rope_scaling_spec("linear:4:base=40")) ==
+        RopeScaling{.method = RopeScalingMethod::linear, .factor = 4, .base = 40.0, .beta_fast = 16});
+  CHECK(rope_scaling_over(RopeScaling{}, parse_rope_scaling_spec("ntk:4")) == parse_rope_scaling_spec("ntk:4"));
+}
+
 TEST_CASE("every setting in the scaling settings' table is set, reported and read back through one field") {
   for (const RopeScalingSetting& setting : rope_scaling_settings) {
     CAPTURE(setting.name);

@@ -431,6 +431,11 @@ TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), e
   const RunSpec ramp = plan_runs(d)[6];  // a copy: the plan is a temporary
   CHECK(ramp.id() == "rope-seed1-steps2000-ft512x200-yarn4-beta_fast16");
   CHECK(run_config(d, ramp, "digest", "x").rope.beta_fast == 16);
+  // ... over the base runs' own settings: a fine-tune of a model trained at base 500 turns at base 500
+  d.run.rope.base = 500.0;
+  CHECK(run_config(d, ramp, "digest", "x").rope ==
+        RopeScaling{.method = RopeScalingMethod::yarn, .factor = 4, .base = 500.0, .original_context = 128,
+                    .beta_fast = 16});
 }
 
 TEST_CASE("the summary compares each fine-tuned model with its base run's, paired by seed") {

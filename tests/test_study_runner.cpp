@@ -273,7 +273,9 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   d.per_position_bins = 4;
   d.copy_probe = {4, 12};
   d.copy_segments = 5;
-  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4"), linear = parse_rope_scaling_spec("linear:2");
+  // settings beside the method and factor: the evaluation must use them, not the checkpoint's
+  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4:beta_fast=16:attention_factor=1.2"),
+                    linear = parse_rope_scaling_spec("linear:2:base=500");
   d.extrapolate_rope = {yarn, linear};
   const StudyRunner runner(d, dir.path, corpus(), make_test_model);
   StudyObserver quiet;
@@ -320,7 +322,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   for (const ScalingComparison& c : summary.scaling_comparisons) CHECK(c.n == 2);
   CHECK(summary.position_curves.size() == 8);      // rope × 3 × 2 lengths + alibi × 2 lengths
   CHECK(summary.copy_probe.size() == 8);           // rope × 3 × 2 distances + alibi × 2 distances
-  CHECK(summary_markdown(summary).find("| rope · yarn ×4 |") != std::string::npos);
+  CHECK(summary_markdown(summary).find("| rope · yarn ×4 beta_fast=16 attention_factor=1.2 |") != std::string::npos);
 
   // Without its checkpoint a complete record is still read (nothing to evaluate) ...
   const RunRecord& rope = records[0];

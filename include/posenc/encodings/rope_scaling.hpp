@@ -163,6 +163,16 @@ inline std::vector<std::pair<std::string, double>> RopeScaling::changed_settings
   return changed;
 }
 
+// `scaling` applied to a model whose own settings are `own` (a checkpoint's --rope-base, say): its
+// method and factor, and each setting it changes from the default; every other setting the model's.
+inline RopeScaling rope_scaling_over(RopeScaling own, const RopeScaling& scaling) {
+  own.method = scaling.method;
+  own.factor = scaling.factor;
+  for (const RopeScalingSetting& setting : rope_scaling_settings)
+    if (const auto value = setting.changed(scaling)) setting.set(own, *value);
+  return own;
+}
+
 // A scaling written METHOD:FACTOR[:NAME=VALUE…] (linear:4, ntk:8, dynamic-ntk:8, yarn:8,
 // yarn:8:beta_fast=16:base=500), NAME one of rope_scaling_settings' names that the method reads,
 // every other setting its default; posenc::Error saying what is wrong otherwise.

@@ -164,7 +164,7 @@ inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std:
     c.train.context = tune.context;
     c.train.steps = tune.steps;
     c.train.eval_every = std::min(c.train.eval_every, tune.steps);
-    if (tune.rope.scales()) c.rope = tune.rope;
+    if (tune.rope.scales()) c.rope = rope_scaling_over(c.rope, tune.rope);
     c.rope = rope_for_fine_tuning(c.rope, c.init_from.context);
   }
   return c;

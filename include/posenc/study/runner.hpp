@@ -237,8 +237,8 @@ class StudyRunner {
   // Adds what the design evaluates after training and the record of `spec` (a base run or a
   // fine-tune) lacks, from its final checkpoint: the validation loss at each extrapolation length
   // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
-  // base run, both again under each of extrapolate_rope (the checkpoint's own base and settings,
-  // the method and factor replaced). The checkpoint is read only when something is missing. The
+  // base run, both again under each of extrapolate_rope (over the checkpoint's own settings:
+  // rope_scaling_over). The checkpoint is read only when something is missing. The
   // record is written to its file after each entry it adds, so a stop loses only the entry in
   // progress; should_stop is asked before every batch (EvaluationStopped).
   void evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
@@ -256,11 +256,7 @@ class StudyRunner {
         model->load_parameters(file);
       }
       if (model->rotary()) {
-        RopeScaling applied = info->rope;
-        if (scaling.scales()) {
-          applied.method = scaling.method;
-          applied.factor = scaling.factor;
-        }
+        const RopeScaling applied = scaling.scales() ? rope_scaling_over(info->rope, scaling) : info->rope;
         if (!(model->rope_scaling() == applied)) model->set_rope_scaling(applied);
       }
       return *model;
