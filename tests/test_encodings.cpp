@@ -555,6 +555,14 @@ TEST_CASE("a scaling spec names the method, the factor and any setting the metho
   CHECK(problem("yarn:4:base=x") == "rope scaling 'yarn:4:base=x': the base 'x' is not a number");
   CHECK(problem("yarn:4:base=1").find("the base must be a finite number > 1") != std::string::npos);
   CHECK(problem("yarn").find("expected METHOD:FACTOR") != std::string::npos);
+  // a new base alone
+  CHECK(parse_rope_scaling_spec("base=500000") == RopeScaling{.base = 500000.0});
+  CHECK(parse_rope_scaling_spec("base=500000").label() == "base=500000");
+  CHECK(RopeScaling{}.label() == "none");
+  CHECK(problem("base=1").find("the base must be a finite number > 1") != std::string::npos);
+  CHECK(problem("base=x") == "rope scaling 'base=x': the base 'x' is not a number");
+  CHECK(problem("beta_fast=16").find("expected METHOD:FACTOR") != std::string::npos);
+  CHECK(problem("none:1:base=500").find("expected METHOD:FACTOR") != std::string::npos);
 }
 
 TEST_CASE("a scaling over a model's own settings replaces the method, the factor and what the scaling sets") {

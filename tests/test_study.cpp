@@ -436,6 +436,14 @@ TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), e
   CHECK(run_config(d, ramp, "digest", "x").rope ==
         RopeScaling{.method = RopeScalingMethod::yarn, .factor = 4, .base = 500.0, .original_context = 128,
                     .beta_fast = 16});
+  // a new base alone (Llama 2 Long's way to a longer context): fine-tuned at that base, no scaling
+  d.run.rope = {};
+  d.fine_tune_rope = {parse_rope_scaling_spec("base=500000")};
+  validate_design(d);
+  const RunSpec rebased = plan_runs(d)[6];
+  CHECK(rebased.id() == "rope-seed1-steps2000-ft512x200-base500000");
+  CHECK(run_config(d, rebased, "digest", "x").rope == RopeScaling{.base = 500000.0});
+  CHECK(evaluated_models(d, "rope")[2].scaling_label() == "base=500000");
 }
 
 TEST_CASE("the summary compares each fine-tuned model with its base run's, paired by seed") {

@@ -275,8 +275,9 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   d.copy_segments = 5;
   // settings beside the method and factor: the evaluation must use them, not the checkpoint's
   const RopeScaling yarn = parse_rope_scaling_spec("yarn:4:beta_fast=16:attention_factor=1.2"),
-                    linear = parse_rope_scaling_spec("linear:2:base=500");
-  d.extrapolate_rope = {yarn, linear};
+                    linear = parse_rope_scaling_spec("linear:2:base=500"),
+                    new_base = parse_rope_scaling_spec("base=500");  // a new base alone
+  d.extrapolate_rope = {yarn, linear, new_base};
   const StudyRunner runner(d, dir.path, corpus(), make_test_model);
   StudyObserver quiet;
   StudyFailures failures;
@@ -288,14 +289,14 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   for (const RunRecord& r : records) {
     INFO(r.variant() << " seed " << r.seed());
     const bool rotary = r.variant() == "rope";
-    CHECK(r.extrapolation.size() == (rotary ? 6u : 2u));  // 2 lengths × (trained angles + 2 scalings)
-    CHECK(r.copy_probe.size() == (rotary ? 6u : 2u));
+    CHECK(r.extrapolation.size() == (rotary ? 8u : 2u));  // 2 lengths × (trained angles + 3 scalings)
+    CHECK(r.copy_probe.size() == (rotary ? 8u : 2u));
     CHECK((r.extrapolation_at(16, yarn) != nullptr) == rotary);
     // each entry is what the library computes for the final model under its scaling
     auto model = make_test_model({r.variant(), 1, 8, 2}, ModelConfig{.vocab_size = data.vocab_size(), .context = 8});
     model->load_parameters(read_safetensors(r.checkpoint));
     const std::vector<RopeScaling> scalings =
-        rotary ? std::vector<RopeScaling>{{}, yarn, linear} : std::vector<RopeScaling>{{}};
+        rotary ? std::vector<RopeScaling>{{}, yarn, linear, new_base} : std::vector<RopeScaling>{{}};
     for (const RopeScaling& scaling : scalings) {
       if (rotary) model->set_rope_scaling(scaling);
       for (std::size_t L : {16, 32}) {
@@ -318,11 +319,13 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   }
 
   const StudySummary summary = summarize_study(d, records);
-  CHECK(summary.scaling_comparisons.size() == 4);  // rope × 2 scalings × 2 lengths
+  CHECK(summary.scaling_comparisons.size() == 6);  // rope × 3 scalings × 2 lengths
   for (const ScalingComparison& c : summary.scaling_comparisons) CHECK(c.n == 2);
-  CHECK(summary.position_curves.size() == 8);      // rope × 3 × 2 lengths + alibi × 2 lengths
-  CHECK(summary.copy_probe.size() == 8);           // rope × 3 × 2 distances + alibi × 2 distances
-  CHECK(summary_markdown(summary).find("| rope · yarn ×4 beta_fast=16 attention_factor=1.2 |") != std::string::npos);
+  CHECK(summary.position_curves.size() == 10);     // rope × 4 × 2 lengths + alibi × 2 lengths
+  CHECK(summary.copy_probe.size() == 10);          // rope × 4 × 2 distances + alibi × 2 distances
+  const std::string markdown = summary_markdown(summary);
+  CHECK(markdown.find("| rope · yarn ×4 beta_fast=16 attention_factor=1.2 |") != std::string::npos);
+  CHECK(markdown.find("| rope · base=500 |") != std::string::npos);
 
   // Without its checkpoint a complete record is still read (nothing to evaluate) ...
   const RunRecord& rope = records[0];
@@ -340,12 +343,12 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   const std::vector<RunRecord> updated = again.records(true, failures, 2);  // two records at a time, in plan order
   CHECK(failures.list().empty());
   REQUIRE(updated[0].variant() == "rope");
-  CHECK(updated[0].extrapolation.size() == 8);
+  CHECK(updated[0].extrapolation.size() == 10);
   CHECK(updated[0].extrapolation_at(32, parse_rope_scaling_spec("ntk:4")) != nullptr);
   CHECK(updated[0].extrapolation_at(16)->at("non_overlapping") == rope.extrapolation_at(16)->at("non_overlapping"));
-  CHECK(updated[0].copy_probe.size() == 8);
+  CHECK(updated[0].copy_probe.size() == 10);
   CHECK(updated[0].copy_probe_at(12)->at("segments").get<std::size_t>() == 6);
-  CHECK(load_record(again.paths().record({"rope", 1, 6}))->copy_probe.size() == 8);
+  CHECK(load_record(again.paths().record({"rope", 1, 6}))->copy_probe.size() == 10);
 
   // A probe against the first copy (a record of before 2026-12-03) is made again as the control's.
   const std::filesystem::path path = again.paths().record({"rope", 1, 6});
@@ -358,7 +361,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   const std::vector<RunRecord> redone = again.records(true, failures);
   CHECK(failures.list().empty());
   CHECK(redone[0].copy_probe_at(4)->at("control_loss") == updated[0].copy_probe_at(4)->at("control_loss"));
-  CHECK(redone[0].copy_probe.size() == 8);
+  CHECK(redone[0].copy_probe.size() == 10);
 }
 
 TEST_CASE("validate_design names the first problem of a design") {

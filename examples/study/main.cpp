@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
                  "METHOD:FACTOR[:NAME=VALUE...],...: the rotary variants' --extrapolate and --copy-probe again under "
                  "each RoPE scaling (linear, ntk, dynamic-ntk, yarn), e.g. linear:8,ntk:8,dynamic-ntk:8,yarn:8 or "
                  "yarn:8:beta_fast=16:base=500 (NAME: base, original_context, beta_fast, beta_slow, "
-                 "attention_factor)");
+                 "attention_factor); base=B alone sets a new base without a scaling");
   std::string fine_tune_rope;
   app.add_option("--fine-tune", design.fine_tune_context,
                  "Fine-tune every base run's final model at this context (a learned table interpolated), and evaluate "
@@ -140,8 +140,9 @@ int main(int argc, char** argv) {
                  "Windows per fine-tuning step (default: as many tokens per step as the base runs')")
       ->check(examples::whole_number_in(1, examples::longest_context));
   app.add_option("--fine-tune-rope", fine_tune_rope,
-                 "METHOD:FACTOR,...: the rotary variants fine-tuned again under each RoPE scaling, its factor "
-                 "stretching the base runs' context, e.g. linear:4,yarn:4");
+                 "METHOD:FACTOR[:NAME=VALUE...],...: the rotary variants fine-tuned again under each RoPE "
+                 "scaling, its factor stretching the base runs' context, e.g. linear:4,yarn:4 (or base=B: at a new "
+                 "base, as Llama 2 Long's base=500000)");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   std::vector<std::string> grid;
   app.add_option("--grid", grid,

@@ -175,7 +175,9 @@ inline RopeScaling rope_scaling_over(RopeScaling own, const RopeScaling& scaling
 
 // A scaling written METHOD:FACTOR[:NAME=VALUE…] (linear:4, ntk:8, dynamic-ntk:8, yarn:8,
 // yarn:8:beta_fast=16:base=500), NAME one of rope_scaling_settings' names that the method reads,
-// every other setting its default; posenc::Error saying what is wrong otherwise.
+// every other setting its default; or base=B alone, a new base without a scaling (as llama.cpp's
+// --rope-freq-base; Llama 2 Long fine-tuned at base 500,000). posenc::Error saying what is wrong
+// otherwise.
 inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
@@ -184,9 +186,13 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }
+  // base=B: the method none and its factor 1 in front of the settings
+  const bool base_alone = parts.size() == 1 && parts[0].rfind("base=", 0) == 0;
+  if (base_alone) parts.insert(parts.begin(), {"none", "1"});
   const auto parsed = parse_rope_scaling(parts[0]);
-  if (!parsed || *parsed == RopeScalingMethod::none || parts.size() < 2)
-    fail("rope scaling '", text, "': expected METHOD:FACTOR with METHOD linear, ntk, dynamic-ntk or yarn, e.g. yarn:8");
+  if (!parsed || (*parsed == RopeScalingMethod::none && !base_alone) || parts.size() < 2)
+    fail("rope scaling '", text,
+         "': expected METHOD:FACTOR with METHOD linear, ntk, dynamic-ntk or yarn, e.g. yarn:8, or base=B");
   const auto number = [&](const std::string& value, const std::string& what) {
     char* end = nullptr;
     const double x = std::strtod(value.c_str(), &end);
@@ -290,14 +296,16 @@ inline constexpr bool is_rotary_policy =
     };
 
 inline std::string RopeScaling::label() const {
-  std::string text(rope_scaling_name(method));
+  const std::vector<std::pair<std::string, double>> changed = changed_settings();
+  // "yarn ×8 beta_fast=16", "base=500000" (a new base alone), "none" (the trained angles)
+  std::string text = scales() || changed.empty() ? std::string(rope_scaling_name(method)) : std::string();
   char buf[64];
   if (scales()) {
     std::snprintf(buf, sizeof buf, " ×%g", factor);
     text += buf;
   }
-  for (const auto& [name, value] : changed_settings()) {
-    std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
+  for (const auto& [name, value] : changed) {
+    std::snprintf(buf, sizeof buf, "%s%s=%g", text.empty() ? "" : " ", name.c_str(), value);
     text += buf;
   }
   return text;

@@ -164,7 +164,7 @@ inline RunConfig run_config(const StudyDesign& d, const RunSpec& run, const std:
     c.train.context = tune.context;
     c.train.steps = tune.steps;
     c.train.eval_every = std::min(c.train.eval_every, tune.steps);
-    if (tune.rope.scales()) c.rope = rope_scaling_over(c.rope, tune.rope);
+    if (tune.rope.changes_anything()) c.rope = rope_scaling_over(c.rope, tune.rope);
     c.rope = rope_for_fine_tuning(c.rope, c.init_from.context);
   }
   return c;
@@ -185,7 +185,7 @@ struct EvaluatedModel {
   std::string fine_tune_label() const { return fine_tune ? fine_tune->label() : "none"; }
   // the scaling in effect: a fine-tuned model's is the one it was fine-tuned under
   std::string scaling_label() const { return fine_tune ? fine_tune->rope.label() : scaling.label(); }
-  bool is_base() const { return !fine_tune && !scaling.scales(); }
+  bool is_base() const { return !fine_tune && !scaling.changes_anything(); }
 };
 
 // The RoPE settings a variant's final models are evaluated under after training: the trained
@@ -221,7 +221,8 @@ inline void check_scalings(const std::vector<RopeScaling>& scalings, const std::
                            const char* option) {
   for (std::size_t i = 0; i < scalings.size(); ++i) {
     const RopeScaling& scaling = scalings[i];
-    if (!scaling.scales()) fail(option, ": each entry is METHOD:FACTOR with a scaling method");
+    if (!scaling.changes_anything())
+      fail(option, ": each entry is METHOD:FACTOR with a scaling method, or base=B");
     scaling.validate();
     for (std::size_t j = 0; j < i; ++j)
       if (scalings[j] == scaling) fail(option, ": '", scaling.label(), "' is given twice");

@@ -256,7 +256,7 @@ class StudyRunner {
         model->load_parameters(file);
       }
       if (model->rotary()) {
-        const RopeScaling applied = scaling.scales() ? rope_scaling_over(info->rope, scaling) : info->rope;
+        const RopeScaling applied = scaling.changes_anything() ? rope_scaling_over(info->rope, scaling) : info->rope;
         if (!(model->rope_scaling() == applied)) model->set_rope_scaling(applied);
       }
       return *model;
@@ -265,7 +265,7 @@ class StudyRunner {
     const std::size_t bins = design_.per_position_bins;
     for (const RopeScaling& scaling : evaluated_scalings(design_, spec)) {
       const auto keyed = [&](nlohmann::json row) {
-        if (scaling.scales()) row["rope_scaling"] = to_json(scaling);
+        if (scaling.changes_anything()) row["rope_scaling"] = to_json(scaling);
         return row;
       };
       for (std::size_t L : design_.extrapolate) {
