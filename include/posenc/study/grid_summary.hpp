@@ -125,7 +125,7 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
     std::vector<RunRecord> mine;
     for (const RunRecord& r : records)
       if (made_at(r, at, names)) mine.push_back(r);
-    g.settings.emplace_back(point, summarize_study(at, mine));
+    g.settings.emplace_back(point, summarize_study(at, mine, point));
   }
   std::vector<std::optional<double>> p;
   for (const std::string& variant : design.variants) {

@@ -351,8 +351,10 @@ void summarize_evaluations(StudySummary& s, FindRun find_run) {
 }  // namespace detail
 
 // The statistics over a study's finished runs; runs of the design without a record are listed as
-// missing and left out of the numbers.
-inline StudySummary summarize_study(const StudyDesign& design, const std::vector<RunRecord>& records) {
+// missing and left out of the numbers. A grid point's design (design_at) names its runs with
+// `point`'s settings, as the grid's plan does.
+inline StudySummary summarize_study(const StudyDesign& design, const std::vector<RunRecord>& records,
+                                    const GridPoint& point = {}) {
   StudySummary s;
   s.design = design;
   auto find = [&](const RunSpec& spec) -> const RunRecord* {
@@ -360,8 +362,11 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
       if (is_record_of(r, design, spec)) return &r;
     return nullptr;
   };
-  for (const RunSpec& spec : plan_runs(design))
-    if (find(spec) == nullptr) s.missing_runs.push_back(spec.id());
+  for (RunSpec spec : plan_runs(design))
+    if (find(spec) == nullptr) {
+      spec.setting = point;
+      s.missing_runs.push_back(spec.id());
+    }
   // A record's digest is empty when it was written before digests were recorded (2026-11).
   s.published_design = is_published_design(design);
   for (const RunSpec& spec : plan_runs(design))
