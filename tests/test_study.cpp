@@ -444,6 +444,13 @@ TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), e
   CHECK(rebased.id() == "rope-seed1-steps2000-ft512x200-base500000");
   CHECK(run_config(d, rebased, "digest", "x").rope == RopeScaling{.base = 500000.0});
   CHECK(evaluated_models(d, "rope")[2].scaling_label() == "base=500000");
+  // every digit of a large base in the name: bases that differ make different runs
+  d.fine_tune_rope = {parse_rope_scaling_spec("base=1000000"), parse_rope_scaling_spec("base=12345678"),
+                      parse_rope_scaling_spec("base=12345679")};
+  CHECK(plan_runs(d)[6].id() == "rope-seed1-steps2000-ft512x200-base1000000");
+  CHECK(plan_runs(d)[7].id() == "rope-seed1-steps2000-ft512x200-base12345678");
+  CHECK(plan_runs(d)[8].id() == "rope-seed1-steps2000-ft512x200-base12345679");
+  CHECK(d.fine_tune_rope[2].label() == "base=12345679");
 }
 
 TEST_CASE("the summary compares each fine-tuned model with its base run's, paired by seed") {

@@ -88,7 +88,7 @@ struct RopeScaling {
   // (the names a scaling spec takes).
   std::vector<std::pair<std::string, double>> changed_settings() const;
   // The method and factor and any changed setting, e.g. "yarn ×4" or "yarn ×4 beta_fast=16";
-  // "none" for the trained angles.
+  // "base=500000" for a new base alone; "none" for the trained angles.
   std::string label() const;
 };
 
@@ -301,11 +301,11 @@ inline std::string RopeScaling::label() const {
   std::string text = scales() || changed.empty() ? std::string(rope_scaling_name(method)) : std::string();
   char buf[64];
   if (scales()) {
-    std::snprintf(buf, sizeof buf, " ×%g", factor);
+    std::snprintf(buf, sizeof buf, " ×%.15g", factor);
     text += buf;
   }
   for (const auto& [name, value] : changed) {
-    std::snprintf(buf, sizeof buf, "%s%s=%g", text.empty() ? "" : " ", name.c_str(), value);
+    std::snprintf(buf, sizeof buf, "%s%s=%.15g", text.empty() ? "" : " ", name.c_str(), value);
     text += buf;
   }
   return text;

@@ -25,7 +25,8 @@ inline const std::vector<std::string> published_variants = {"learned", "sinusoid
 inline const std::vector<std::uint64_t> published_seeds = {1337, 2024, 42};
 
 // A base run's final model trained on at another context (initialize_from_checkpoint), for
-// `steps` steps, under a RoPE scaling's method and factor (rotary variants; none: the trained angles).
+// `steps` steps, under a RoPE scaling (rotary variants; rope_scaling_over the base run's settings;
+// none: the trained angles).
 struct FineTune {
   std::size_t context = 0;
   std::int64_t steps = 0;
@@ -39,11 +40,11 @@ struct FineTune {
     std::string text = "-ft" + std::to_string(context) + "x" + std::to_string(steps);
     char number[32];
     if (rope.scales()) {
-      std::snprintf(number, sizeof number, "%g", rope.factor);
+      std::snprintf(number, sizeof number, "%.15g", rope.factor);
       text += "-" + std::string(rope_scaling_name(rope.method)) + number;
     }
     for (const auto& [name, value] : rope.changed_settings()) {
-      std::snprintf(number, sizeof number, "%g", value);
+      std::snprintf(number, sizeof number, "%.15g", value);
       text += "-" + name + number;
     }
     return text;
@@ -69,7 +70,7 @@ struct StudyDesign {
   // Each base run is also fine-tuned from its final model at fine_tune_context (0: none) for
   // fine_tune_steps, with fine_tune_batch windows a step (0: as many tokens a step as training),
   // the rest of the training settings as the base run's; a rotary variant again under each of
-  // fine_tune_rope (its factor stretching the base run's context). Every fine-tuned model gets the
+  // fine_tune_rope (its factor stretching the base run's context, or a new base). Every fine-tuned model gets the
   // evaluations above, under the angles it was fine-tuned with.
   std::size_t fine_tune_context = 0;
   std::int64_t fine_tune_steps = 200;
@@ -216,7 +217,7 @@ void reject_repeats(const std::vector<T>& values, const char* what) {
       fail(what, ": '", values[i], "' is given twice");
 }
 
-// Each a scaling method with its factor, none twice, and some variant rotary to take them.
+// Each a scaling method with its factor or a new base, none twice, and some variant rotary to take them.
 inline void check_scalings(const std::vector<RopeScaling>& scalings, const std::vector<std::string>& variants,
                            const char* option) {
   for (std::size_t i = 0; i < scalings.size(); ++i) {

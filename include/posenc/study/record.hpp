@@ -39,7 +39,7 @@ struct RunRecord {
   nlohmann::json extrapolation = nlohmann::json::array();
   // The copy probe: one entry per distance (and RoPE scaling), copy_probe_at's row.
   nlohmann::json copy_probe = nlohmann::json::array();
-  // An entry made under a RoPE scaling names it in "rope_scaling" (the study's METHOD:FACTOR);
+  // An entry made under a RoPE scaling names it in "rope_scaling" (the study's spec, as JSON);
   // one without was made with the trained angles.
 
   // The extrapolation entry of a length under a scaling (none: the trained angles), if the record has one.

@@ -742,16 +742,16 @@ inline std::string summary_markdown(const StudySummary& s) {
     fine_tune_sentence = " A row 'variant · ft C×N' is the base run's final model fine-tuned at context C for N steps "
                          "(batch " + std::to_string(fine_tune_training(d).batch) +
                          ", the other training settings the base run's)"
-                         ", '· method ×s' under that RoPE scaling during and after the fine-tune.";
+                         ", '· method ×s' (or '· base=B') under that RoPE scaling during and after the fine-tune.";
   }
   if (!s.extrapolation.empty()) {
     md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
        << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
           "cut into windows of the length, every target scored once. Sliding: windows of the length moved by half "
           "of it, each target scored once with at least half a window of context."
-       << (d.extrapolate_rope.empty() ? "" : " A row 'variant · method ×s' is the rotary variant under that RoPE "
-                                             "scaling (no training), its base and other settings those it was "
-                                             "trained with.")
+       << (d.extrapolate_rope.empty() ? "" : " A row 'variant · method ×s' (or '· base=B') is the rotary variant "
+                                             "under that RoPE scaling (no training): the settings its label names, "
+                                             "every other the model's own.")
        << fine_tune_sentence << "\n";
     for (const char* protocol : {"non_overlapping", "sliding"}) {
       md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows") << ":\n\n";
