@@ -157,21 +157,22 @@ std::unique_ptr<AnyModel> make_any_model(const ModelShape& shape, const ModelCon
   return make_any_model_from_shards<Sizes, 1>({&make_any_model_in_shard<0, 1, Sizes>}, shape, config);
 }
 
-// The mean loss by position as JSON {windows, bins: [{first, last, loss}]}: `by_position` over
-// `bins` ranges of positions.
+namespace detail {
+// `by_position` over `bins` (> 0) ranges of positions as JSON {windows, bins: [{first, last, loss}]}.
 inline nlohmann::json per_position_json(const PositionLoss& by_position, std::size_t bins) {
-  if (bins == 0) fail("per-position loss: the number of bins must be positive");
   nlohmann::json rows = nlohmann::json::array();
   for (const PositionLoss::Bin& b : by_position.binned(bins))
     rows.push_back({{"first", b.first}, {"last", b.last}, {"loss", b.loss}});
   return {{"windows", by_position.windows}, {"bins", rows}};
 }
+}  // namespace detail
 
 // The mean loss by position in windows of `length` (per_position_loss) over `bins` ranges of
-// positions, as JSON (per_position_json). should_stop is asked before every batch.
+// positions, as JSON {windows, bins: [{first, last, loss}]}. should_stop is asked before every batch.
 inline nlohmann::json per_position_at_length(AnyModel& model, const std::vector<TokenId>& tokens,
                                              std::size_t length, std::size_t bins, const StopCheck& should_stop = {}) {
-  return per_position_json(model.per_position_loss(tokens, length, should_stop), bins);
+  if (bins == 0) fail("per-position loss: the number of bins must be positive");
+  return detail::per_position_json(model.per_position_loss(tokens, length, should_stop), bins);
 }
 
 // The validation loss at one evaluation length in both protocols, as a JSON row {length, stride,
@@ -200,15 +201,14 @@ inline nlohmann::json evaluate_at_length(AnyModel& model, const std::vector<Toke
     // The loss by position scores the non-overlapping protocol's full windows: its loss is theirs
     // and the shorter last window's, so the split's windows are read once, not twice.
     const PositionLoss by_position = model.per_position_loss(tokens, length, should_stop);
-    double total = 0;
-    for (const double loss : by_position.mean_loss) total += loss * static_cast<double>(by_position.windows);
     const std::size_t scored = by_position.windows * length;
+    double total = by_position.mean_over(0, length) * static_cast<double>(scored);
     if (const std::size_t rest = targets - scored; rest > 0) {
       const std::vector<TokenId> last(tokens.begin() + static_cast<std::ptrdiff_t>(scored), tokens.end());
       total += model.evaluate_loss(last, rest, 1, should_stop).loss * static_cast<double>(rest);
     }
     row["non_overlapping"] = total / static_cast<double>(targets);
-    row["per_position"] = per_position_json(by_position, bins);
+    row["per_position"] = detail::per_position_json(by_position, bins);
   } else {
     // Batches of about 4,096 tokens, as the sliding protocol uses.
     row["non_overlapping"] =
