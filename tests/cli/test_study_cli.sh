@@ -157,6 +157,9 @@ expect_error "a grid value its setting cannot take" "--grid init=xavier" \
 expect_error "unknown variant" "unknown positional encoding 'rotary'" "$bin" --variants rope,rotary --out bad
 expect_error "a variant given twice" "--variants: 'rope' is given twice" "$bin" --variants rope,alibi,rope --out bad
 expect_error "a seed given twice" "--seeds: '2' is given twice" "$bin" --variants rope --seeds 2,1,2 --out bad
+expect_error "a seed with a space inside" "--seeds: '13 37' has a space inside" "$bin" --variants rope --seeds "1, 13 37" --out bad
+expect_error "an empty variant" "--variants: an empty item in 'rope,,alibi'" "$bin" --variants rope,,alibi --out bad
+expect_error "an empty length" "--extrapolate: an empty item in '128,'" "$bin" --variants rope --extrapolate 128, --out bad
 expect_error "extended seed without a base run" "not among --seeds" "$bin" --variants rope --seeds 1,2 --extended-seeds 7 --data corpus.txt --out bad
 expect_error "a study directory of another design" "another configuration" "$bin" "${design[@]}" --lr 0.5 --out whole
 
