@@ -589,7 +589,9 @@ TEST_CASE("a grid crosses settings, named by config.json's keys, with the varian
   CHECK(problem({parse_grid_axis("lr_schedule=constant,cosine")}, 4000)
             .find("--grid lr_schedule=cosine: --extended-steps 4000: an extended run continues") == 0);
   CHECK_THROWS_WITH(parse_grid_axis("lr"), Catch::Contains("is not NAME=V1,V2"));
-  CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: no value given");
+  CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: an empty value in 'lr=,'");
+  CHECK_THROWS_WITH(parse_grid_axis("lr=1e-3,,2e-3"), "--grid lr: an empty value in 'lr=1e-3,,2e-3'");
+  CHECK_THROWS_WITH(parse_grid_axis("dropout=0.1,"), "--grid dropout: an empty value in 'dropout=0.1,'");
 }
 
 TEST_CASE("a grid point's init starts the embeddings at its scheme's std, as --init does, unless it sets one") {

@@ -171,12 +171,13 @@ inline GridAxis parse_grid_axis(std::string_view text) {
   for (const char c : std::string(text.substr(eq + 1)) + ",") {
     if (c != ',') {
       value.push_back(c);
-    } else if (!value.empty()) {
+    } else {
+      // "lr=1e-3,,2e-3" is a typo, not two values
+      if (value.empty()) fail("--grid ", axis.name, ": an empty value in '", text, "'");
       axis.values.push_back(canonical_grid_value(axis.name, value));
       value.clear();
     }
   }
-  if (axis.values.empty()) fail("--grid ", axis.name, ": no value given");
   return axis;
 }
 
