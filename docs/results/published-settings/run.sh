@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Why the published table differs (issue 18): the published four encodings × seeds 1337, 2024, 42
-# × 2,000 steps at the study's settings and at four more, the unstated choices most likely to move
-# the ranking — each alone, then all three together (nanoGPT's way of training):
+# × 2,000 steps at the study's settings and at five more, the unstated choices most likely to move
+# the ranking — each alone, then all three together:
 #   init=pytorch                               every module as PyTorch starts it (embeddings N(0, 1))
 #   dropout=0.1                                nanoGPT's dropout at its four places
 #   lr_schedule=cosine warmup_steps=100        100 steps of linear warm-up, then cosine decay to lr/10
