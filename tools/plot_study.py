@@ -9,16 +9,22 @@ STUDY_DIR/plots/:
   final_val_loss  full-pass validation loss per variant: mean with 95% confidence interval, each
                   seed as a dot, and the published mean ± sd beside it where there is one
   generalization_gap  val − train per variant: mean and each seed
-  extrapolation   (when the study has --extrapolate) validation loss against evaluation length per
-                  variant, mean ± sd over seeds, in the non-overlapping and sliding-window protocols;
-                  a rotary variant under each --extrapolate-rope scaling, and each --fine-tune model, as its own line
-  per_position    (with --per-position) mean loss by position in the window at each length, one
-                  panel per length, the trained (and fine-tuning) context marked
+  extrapolation   (when the study has --extrapolate) validation loss against evaluation length, mean
+                  ± sd over seeds, a line per variant, in the non-overlapping and sliding-window
+                  protocols (columns), the trained models and each --fine-tune's models (rows)
+  rope_scaling    (with --extrapolate-rope or --fine-tune-rope) the same for each rotary variant (a
+                  column each), a line per model: the trained angles, each scaling, each fine-tune
+  per_position    (with --per-position) mean loss by position in the window, a line per variant,
+                  one column per length, the trained and fine-tuned models as rows, the trained (and
+                  fine-tuning) context marked
+  rope_scaling_per_position  the same for each rotary variant's models in the longest windows
   copy_probe      (with --copy-probe) the copy probe's drop against the distance n, mean ± sd over
-                  seeds: the loss on a segment after an unrelated one minus after itself (the same
-                  targets at the same positions); a drop near 0 says the model does not read from n
-                  back. The probe takes 2n positions: the lines mark n = half the trained (and
-                  fine-tuning) context, past which the probe is longer than the model was trained on
+                  seeds, a line per variant, the trained and fine-tuned models side by side: the
+                  loss on a segment after an unrelated one minus after itself (the same targets at
+                  the same positions); a drop near 0 says the model does not read from n back. The
+                  probe takes 2n positions: the lines mark n = half the trained (and fine-tuning)
+                  context, past which the probe is longer than the model was trained on
+  rope_scaling_copy_probe  the same for each rotary variant's models
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x; the published means dashed
@@ -182,98 +188,217 @@ def kind_of(cell):
     return cell.get("fine_tune", "none"), cell.get("scaling", "none")
 
 
-def evaluated_rows(summary, cells):
-    """(variant, (fine-tune, scaling)) in the design's order, as the cells have them."""
-    return [(v, kind) for v in summary["design"]["variants"] for kind in model_kinds(summary)
-            if any(c["variant"] == v and kind_of(c) == kind for c in cells)]
+def kind_label(kind):
+    """A model's name without its variant: "trained angles", "yarn ×4", "ft 512×200 · linear ×4"."""
+    return " · ".join(part for part in kind if part != "none") or "trained angles"
 
 
-def row_label(variant, kind):
-    return " · ".join([variant] + [part for part in kind if part != "none"])
+def kind_style(summary, kind):
+    """A colour and marker per model kind (the variant is the panel): the trained angles black, each
+    scaling and fine-tune its own; fine-tuned models dashed."""
+    k = model_kinds(summary).index(kind)
+    return {"color": "black" if k == 0 else f"C{(k - 1) % 10}", "marker": "osD^v<>ph*"[k % 10],
+            "linestyle": "-" if kind[0] == "none" else "--"}
 
 
-def row_style(summary, variant, kind):
-    """The variant's colour; each other model of it (a RoPE scaling, a fine-tune) its own line style and marker."""
-    style = variant_style(summary, variant)
-    kinds = model_kinds(summary)
-    k = kinds.index(kind) if kind in kinds else 0
-    if k > 0:
-        style["linestyle"] = ("--", ":", "-.", (0, (5, 1)), (0, (1, 3)))[(k - 1) % 5]
-        style["marker"] = "xP+1*"[(k - 1) % 5]
-    return style
+def model_groups(summary, cells):
+    """The models at their own angles, one figure row each: the trained models, then each fine-tune."""
+    return [kind for kind in model_kinds(summary)
+            if kind[1] == "none" and any(kind_of(c) == kind for c in cells)]
+
+
+def group_title(kind):
+    return "trained models" if kind[0] == "none" else f"fine-tuned ({kind[0]})"
+
+
+def scaled_variants(summary, cells):
+    """The variants with a model under a RoPE scaling (the rotary ones), in the design's order."""
+    return [v for v in summary["design"]["variants"]
+            if any(c["variant"] == v and kind_of(c)[1] != "none" for c in cells)]
+
+
+def rotary_kinds(summary, cells, variant):
+    return [kind for kind in model_kinds(summary)
+            if any(c["variant"] == variant and kind_of(c) == kind for c in cells)]
+
+
+def panels(rows, columns, width=4.5, height=3.8):
+    fig, axes = plt.subplots(rows, columns, figsize=(max(7.0, width * columns + 0.5), height * rows), sharey=True,
+                             squeeze=False, constrained_layout=True)
+    return fig, axes
+
+
+def legend_beside(fig, axes):
+    """One legend right of the figure with every line of every panel once (panels differ in lines)."""
+    labels = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            labels.setdefault(label, handle)
+    fig.legend(labels.values(), labels.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.93), fontsize="small")
+
+
+def draw_extrapolation(ax, summary, cells, protocol, lines):
+    """One line per (variant, kind, label, style) in `lines`: the loss against the length, mean ± sd."""
+    for variant, kind, label, style in lines:
+        points = [c for c in cells if c["variant"] == variant and kind_of(c) == kind
+                  and c["protocol"] == protocol and c["mean"] is not None]
+        if points:
+            ax.errorbar([c["length"] for c in points], [c["mean"] for c in points],
+                        yerr=[c["sd"] or 0.0 for c in points], capsize=3, label=label, **style)
+    ax.set_xscale("log", base=2)
+    ax.grid(alpha=0.3)
+    return mark_contexts(ax, summary)
+
+
+PROTOCOLS = (("non_overlapping", "non-overlapping windows"), ("sliding", "sliding window"))
 
 
 def plot_extrapolation(summary, study):
-    cells = summary.get("extrapolation", [])
-    if not cells:
+    """Every variant's models at their own angles: one row per group (trained, each fine-tune), one
+    column per protocol."""
+    cells = [c for c in summary.get("extrapolation", []) if c["mean"] is not None]
+    groups = model_groups(summary, cells)
+    if not groups:
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for ax, protocol, title in zip(axes, ("non_overlapping", "sliding"), ("non-overlapping windows", "sliding window")):
-        for v, kind in evaluated_rows(summary, cells):
-            points = [c for c in cells if c["variant"] == v and kind_of(c) == kind
-                      and c["protocol"] == protocol and c["mean"] is not None]
-            if not points:
-                continue
-            xs = [c["length"] for c in points]
-            ys = [c["mean"] for c in points]
-            err = [c["sd"] or 0.0 for c in points]
-            ax.errorbar(xs, ys, yerr=err, capsize=3, label=row_label(v, kind), **row_style(summary, v, kind))
-        marks = mark_contexts(ax, summary)
-        ax.set_xscale("log", base=2)
+    fig, axes = panels(len(groups), len(PROTOCOLS))
+    for row, kind in zip(axes, groups):
+        lines = [(v, kind, v, variant_style(summary, v)) for v in summary["design"]["variants"]]
+        for ax, (protocol, title) in zip(row, PROTOCOLS):
+            marks = draw_extrapolation(ax, summary, cells, protocol, lines)
+            ax.set_title(f"{group_title(kind)}: {title}")
+        row[0].set_ylabel("validation loss (nats)")
+    for ax in axes[-1]:
         ax.set_xlabel("evaluation length (tokens)")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("validation loss (nats)")
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
-    fig.suptitle(f"Length extrapolation: mean ± sd over seeds; {marks}")
+    legend_beside(fig, axes)
+    fig.suptitle(f"Length extrapolation: mean ± sd over seeds\n{marks}")
     save(fig, study, "extrapolation")
     return True
 
 
+def plot_rope_scaling(summary, study):
+    """Each rotary variant's models under every RoPE scaling (a column each), one row per protocol."""
+    cells = [c for c in summary.get("extrapolation", []) if c["mean"] is not None]
+    variants = scaled_variants(summary, cells)
+    if not variants:
+        return False
+    fig, axes = panels(len(PROTOCOLS), len(variants))
+    for row, (protocol, title) in zip(axes, PROTOCOLS):
+        for ax, v in zip(row, variants):
+            lines = [(v, kind, kind_label(kind), kind_style(summary, kind)) for kind in rotary_kinds(summary, cells, v)]
+            marks = draw_extrapolation(ax, summary, cells, protocol, lines)
+            ax.set_title(f"{v}: {title}")
+        row[0].set_ylabel("validation loss (nats)")
+    for ax in axes[-1]:
+        ax.set_xlabel("evaluation length (tokens)")
+    legend_beside(fig, axes)
+    fig.suptitle(f"RoPE scaling: validation loss, mean ± sd over seeds\n{marks}")
+    save(fig, study, "rope_scaling")
+    return True
+
+
+def draw_position_curves(ax, summary, curves, length, lines):
+    for variant, kind, label, style in lines:
+        for c in curves:
+            if c["variant"] == variant and kind_of(c) == kind and c["length"] == length:
+                xs = [(a + b) / 2 for a, b in zip(c["first"], c["last"])]
+                ax.plot(xs, c["mean"], label=label, markersize=4, **style)
+    ax.grid(alpha=0.3)
+    return mark_contexts(ax, summary, upto=length)
+
+
 def plot_position_curves(summary, study):
+    """Every variant's models at their own angles: one row per group, one column per length."""
     curves = summary.get("position_curves", [])
-    if not curves:
+    groups = model_groups(summary, curves)
+    if not groups:
         return False
     lengths = sorted({c["length"] for c in curves})
-    fig, axes = plt.subplots(1, len(lengths), figsize=(4.5 * len(lengths) + 2, 4.5), sharey=True, squeeze=False)
-    for ax, length in zip(axes[0], lengths):
-        for v, kind in evaluated_rows(summary, curves):
-            for c in curves:
-                if c["variant"] == v and kind_of(c) == kind and c["length"] == length:
-                    xs = [(a + b) / 2 for a, b in zip(c["first"], c["last"])]
-                    ax.plot(xs, c["mean"], label=row_label(v, kind), markersize=4, **row_style(summary, v, kind))
-        marks = mark_contexts(ax, summary, upto=length)
+    fig, axes = panels(len(groups), len(lengths))
+    for row, kind in zip(axes, groups):
+        lines = [(v, kind, v, variant_style(summary, v)) for v in summary["design"]["variants"]]
+        for ax, length in zip(row, lengths):
+            marks = draw_position_curves(ax, summary, curves, length, lines)
+            ax.set_title(f"{group_title(kind)}: windows of {length}")
+        row[0].set_ylabel("validation loss at the position (nats)")
+    for ax in axes[-1]:
         ax.set_xlabel("position in the window (range midpoint)")
-        ax.set_title(f"windows of {length}")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("validation loss at the position (nats)")
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
-    fig.suptitle(f"Loss by position: mean over seeds; {marks}")
+    legend_beside(fig, axes)
+    fig.suptitle(f"Loss by position: mean over seeds\n{marks}")
     save(fig, study, "per_position")
     return True
 
 
-def plot_copy_probe(summary, study):
-    cells = [c for c in summary.get("copy_probe", []) if c["mean_drop"] is not None]
-    if not cells:
+def plot_rope_scaling_positions(summary, study):
+    """Each rotary variant's models under every RoPE scaling, in the longest windows (whose first
+    positions are those of every shorter window)."""
+    curves = summary.get("position_curves", [])
+    variants = scaled_variants(summary, curves)
+    if not variants:
         return False
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for v, kind in evaluated_rows(summary, cells):
-        points = [c for c in cells if c["variant"] == v and kind_of(c) == kind]
-        ax.errorbar([c["distance"] for c in points], [c["mean_drop"] for c in points],
-                    yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=row_label(v, kind),
-                    **row_style(summary, v, kind))
+    length = max(c["length"] for c in curves)
+    fig, axes = panels(1, len(variants))
+    for ax, v in zip(axes[0], variants):
+        lines = [(v, kind, kind_label(kind), kind_style(summary, kind)) for kind in rotary_kinds(summary, curves, v)]
+        marks = draw_position_curves(ax, summary, curves, length, lines)
+        ax.set_title(v)
+        ax.set_xlabel("position in the window (range midpoint)")
+    axes[0][0].set_ylabel("validation loss at the position (nats)")
+    legend_beside(fig, axes)
+    fig.suptitle(f"RoPE scaling: loss by position in windows of {length}, mean over seeds\n{marks}")
+    save(fig, study, "rope_scaling_per_position")
+    return True
+
+
+def draw_copy_probe(ax, summary, cells, lines):
+    for variant, kind, label, style in lines:
+        points = [c for c in cells if c["variant"] == variant and kind_of(c) == kind]
+        if points:
+            ax.errorbar([c["distance"] for c in points], [c["mean_drop"] for c in points],
+                        yerr=[c["sd_drop"] or 0.0 for c in points], capsize=3, label=label, **style)
     ax.axhline(0, color="black", linewidth=0.8)
-    marks = mark_contexts(ax, summary, positions_per_unit=2)  # a probe of distance n takes 2n positions
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(f"distance n back to the first copy (tokens); {marks}")
+    ax.grid(alpha=0.3)
+    return mark_contexts(ax, summary, positions_per_unit=2)  # a probe of distance n takes 2n positions
+
+
+def copy_probe_axes(fig, axes, cells, marks, title):
     # a summary written before 2026-12-03 holds drops against the first copy
     against = "an unrelated segment" if any("mean_control_loss" in c for c in cells) else "the first copy"
-    ax.set_ylabel(f"loss after {against} − after the copy (nats)")
-    ax.set_title("Copy probe: mean ± sd over seeds")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    axes[0][0].set_ylabel(f"loss after {against}\n− after the copy (nats)")
+    for ax in axes[0]:
+        ax.set_xlabel("distance n back to the first copy (tokens)")
+    legend_beside(fig, axes)
+    fig.suptitle(f"{title}: mean ± sd over seeds\n{marks}")
+
+
+def plot_copy_probe(summary, study):
+    """Every variant's models at their own angles, one panel per group (trained, each fine-tune)."""
+    cells = [c for c in summary.get("copy_probe", []) if c["mean_drop"] is not None]
+    groups = model_groups(summary, cells)
+    if not groups:
+        return False
+    fig, axes = panels(1, len(groups), width=5.5)
+    for ax, kind in zip(axes[0], groups):
+        lines = [(v, kind, v, variant_style(summary, v)) for v in summary["design"]["variants"]]
+        marks = draw_copy_probe(ax, summary, cells, lines)
+        ax.set_title(group_title(kind))
+    copy_probe_axes(fig, axes, cells, marks, "Copy probe")
     save(fig, study, "copy_probe")
+    return True
+
+
+def plot_rope_scaling_copy_probe(summary, study):
+    cells = [c for c in summary.get("copy_probe", []) if c["mean_drop"] is not None]
+    variants = scaled_variants(summary, cells)
+    if not variants:
+        return False
+    fig, axes = panels(1, len(variants))
+    for ax, v in zip(axes[0], variants):
+        lines = [(v, kind, kind_label(kind), kind_style(summary, kind)) for kind in rotary_kinds(summary, cells, v)]
+        marks = draw_copy_probe(ax, summary, cells, lines)
+        ax.set_title(v)
+    copy_probe_axes(fig, axes, cells, marks, "RoPE scaling: copy probe")
+    save(fig, study, "rope_scaling_copy_probe")
     return True
 
 
@@ -380,12 +505,12 @@ def main():
     plot_final(summary, study)
     plot_gap(summary, study)
     names = ["val_curves", "final_val_loss", "generalization_gap"]
-    if plot_extrapolation(summary, study):
-        names.append("extrapolation")
-    if plot_position_curves(summary, study):
-        names.append("per_position")
-    if plot_copy_probe(summary, study):
-        names.append("copy_probe")
+    for name, plot in (("extrapolation", plot_extrapolation), ("rope_scaling", plot_rope_scaling),
+                       ("per_position", plot_position_curves),
+                       ("rope_scaling_per_position", plot_rope_scaling_positions),
+                       ("copy_probe", plot_copy_probe), ("rope_scaling_copy_probe", plot_rope_scaling_copy_probe)):
+        if plot(summary, study):
+            names.append(name)
     print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")
 
 

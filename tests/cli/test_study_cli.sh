@@ -170,12 +170,13 @@ for candidate in python3 /usr/bin/python3; do
 done
 if [ -n "$python" ]; then
   all_plots() {
-    for p in val_curves final_val_loss generalization_gap extrapolation per_position copy_probe; do
+    for p in val_curves final_val_loss generalization_gap extrapolation per_position copy_probe \
+             rope_scaling rope_scaling_per_position rope_scaling_copy_probe; do
       [ -s "whole/plots/$p.png" ] && [ -s "whole/plots/$p.svg" ] || return 1
     done
   }
   if "$python" "$root/tools/plot_study.py" whole > plot.log 2>&1 && all_plots; then
-    pass "plot_study.py writes the six plots as PNG and SVG"
+    pass "plot_study.py writes the nine plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"
   fi
