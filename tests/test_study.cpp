@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <posenc/io/checkpoint.hpp>
+#include <posenc/lists.hpp>
 #include <posenc/study/grid_summary.hpp>
 #include <posenc/study/summary.hpp>
 
@@ -540,6 +541,20 @@ TEST_CASE("the summary names every training setting that differs from the publis
   CHECK(md.find("This design differs from the published one") != std::string::npos);
 }
 
+TEST_CASE("split_list gives the items without the spaces around them, and an empty one or an inner space is an error") {
+  using V = std::vector<std::string>;
+  CHECK(posenc::split_list("rope,alibi", "--variants") == V{"rope", "alibi"});
+  CHECK(posenc::split_list(" 128 ,256  ", "--contexts") == V{"128", "256"});
+  CHECK(posenc::split_list("1337", "--seeds") == V{"1337"});
+  CHECK(posenc::split_list("", "--seeds").empty());
+  CHECK_THROWS_WITH(posenc::split_list("rope,,alibi", "--variants"), "--variants: an empty item in 'rope,,alibi'");
+  CHECK_THROWS_WITH(posenc::split_list(",rope", "--variants"), "--variants: an empty item in ',rope'");
+  CHECK_THROWS_WITH(posenc::split_list("128,", "--contexts"), "--contexts: an empty item in '128,'");
+  CHECK_THROWS_WITH(posenc::split_list("128, ", "--contexts"), "--contexts: an empty item in '128, '");
+  CHECK_THROWS_WITH(posenc::split_list(" ", "--contexts"), "--contexts: an empty item in ' '");
+  CHECK_THROWS_WITH(posenc::split_list("1, 13 37", "--seeds"), "--seeds: '13 37' has a space inside");
+}
+
 TEST_CASE("a grid crosses settings, named by config.json's keys, with the variants and seeds") {
   StudyDesign d;
   d.variants = {"rope", "alibi"};
@@ -589,9 +604,11 @@ TEST_CASE("a grid crosses settings, named by config.json's keys, with the varian
   CHECK(problem({parse_grid_axis("lr_schedule=constant,cosine")}, 4000)
             .find("--grid lr_schedule=cosine: --extended-steps 4000: an extended run continues") == 0);
   CHECK_THROWS_WITH(parse_grid_axis("lr"), Catch::Contains("is not NAME=V1,V2"));
-  CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: an empty value in 'lr=,'");
-  CHECK_THROWS_WITH(parse_grid_axis("lr=1e-3,,2e-3"), "--grid lr: an empty value in 'lr=1e-3,,2e-3'");
-  CHECK_THROWS_WITH(parse_grid_axis("dropout=0.1,"), "--grid dropout: an empty value in 'dropout=0.1,'");
+  CHECK_THROWS_WITH(parse_grid_axis("lr=,"), "--grid lr: an empty item in ','");
+  CHECK_THROWS_WITH(parse_grid_axis("lr=1e-3,,2e-3"), "--grid lr: an empty item in '1e-3,,2e-3'");
+  CHECK_THROWS_WITH(parse_grid_axis("dropout=0.1,"), "--grid dropout: an empty item in '0.1,'");
+  CHECK_THROWS_WITH(parse_grid_axis("lr=1e-3,2 e-3"), "--grid lr: '2 e-3' has a space inside");
+  CHECK(parse_grid_axis("lr=1e-3, 2e-3").values.size() == 2);  // spaces around an item are not part of it
 }
 
 TEST_CASE("a grid point's init starts the embeddings at its scheme's std, as --init does, unless it sets one") {

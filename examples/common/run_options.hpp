@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <posenc/lists.hpp>
 #include <posenc/train/run_config.hpp>
 
 #include "model_sizes.hpp"
@@ -33,6 +34,29 @@ inline const std::uint64_t most_steps = std::uint64_t{1} << 40;
 inline const std::uint64_t longest_context = std::uint64_t{1} << 20;  // also the most windows per batch
 inline const CLI::Validator positive_integer =
     whole_number_in(1, std::uint64_t{1} << 40);  // counts with no tighter bound
+
+// An option taking a comma-separated list of whole numbers in [min, max] into `numbers`, split
+// by posenc::split_list: "128,,256" is an error, where CLI11's delimiter drops the empty item.
+inline CLI::Option* add_number_list(CLI::App& app, const std::string& name, std::vector<std::size_t>& numbers,
+                                    std::uint64_t min, std::uint64_t max, const std::string& description) {
+  return app.add_option_function<std::string>(
+      name,
+      [&numbers, name, each = whole_number_in(min, max)](const std::string& text) {
+        std::vector<std::string> items;
+        try {
+          items = posenc::split_list(text, name);
+        } catch (const posenc::Error& e) {
+          throw CLI::ValidationError(e.what());
+        }
+        if (items.empty()) throw CLI::ValidationError(name, "a list of one number or more, got ''");
+        numbers.clear();
+        for (std::string& item : items) {
+          if (const std::string problem = each(item); !problem.empty()) throw CLI::ValidationError(name, problem);
+          numbers.push_back(std::stoull(item));
+        }
+      },
+      description);
+}
 
 // A finite number in [min, max] (strtod's syntax).
 inline CLI::Validator number_in(double min, double max, std::string name) {

@@ -520,9 +520,11 @@ int main(int argc, char** argv) {
                                  ->capture_default_str();
   eval_cmd->add_flag("--json", e.json, "Print JSON");
   examples::RopeOptions eval_rope(*eval_cmd);
-  eval_cmd->add_option("--contexts", e.contexts, "Length extrapolation: the validation loss at each of these lengths, "
-                                                 "non-overlapping and sliding-window (e.g. 128,256,512,1024)")
-      ->delimiter(',')->check(whole_number_in(1, longest_context))->excludes("--estimate")->excludes("--context");
+  add_number_list(*eval_cmd, "--contexts", e.contexts, 1, longest_context,
+                  "Length extrapolation: the validation loss at each of these lengths, non-overlapping and "
+                  "sliding-window (e.g. 128,256,512,1024)")
+      ->excludes("--estimate")
+      ->excludes("--context");
   eval_cmd->add_option("--stride", e.stride, "Sliding-window stride [half the length]")
       ->check(positive_integer)
       ->needs("--contexts");
@@ -533,11 +535,9 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(1, longest_context))
       ->needs("--per-position")
       ->capture_default_str();
-  eval_cmd->add_option("--copy-probe", e.copy_distances,
-                       "The long-range copy probe: a validation segment of n characters after itself, its loss "
-                       "against that after an unrelated segment, at each distance n (e.g. 64,128,256,512)")
-      ->delimiter(',')
-      ->check(whole_number_in(2, longest_context))
+  add_number_list(*eval_cmd, "--copy-probe", e.copy_distances, 2, longest_context,
+                  "The long-range copy probe: a validation segment of n characters after itself, its loss against "
+                  "that after an unrelated segment, at each distance n (e.g. 64,128,256,512)")
       ->excludes("--estimate")
       ->excludes("--context")
       ->excludes("--contexts");

@@ -30,27 +30,11 @@
 
 namespace {
 
-// The comma-separated items of an option's value, each without the spaces around it. An empty
-// item is an error, and so are spaces inside one: "13 37" is not the seed 1337.
-std::vector<std::string> split_list(const std::string& text, const char* option) {
-  std::vector<std::string> items;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const auto first = item.find_first_not_of(' ');
-    if (first == std::string::npos) posenc::fail(option, ": an empty item in '", text, "'");
-    item = item.substr(first, item.find_last_not_of(' ') - first + 1);
-    if (item.find(' ') != std::string::npos) posenc::fail(option, ": '", item, "' has a space inside");
-    items.push_back(item);
-  }
-  if (!text.empty() && text.back() == ',') posenc::fail(option, ": an empty item in '", text, "'");
-  return items;
-}
-
 // Whole numbers of at most `digits` digits, each named with `option` when it is not one.
 std::vector<std::uint64_t> parse_numbers(const std::string& text, const char* option, std::size_t digits,
                                          const char* what) {
   std::vector<std::uint64_t> numbers;
-  for (const std::string& s : split_list(text, option)) {
+  for (const std::string& s : posenc::split_list(text, option)) {
     if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > digits)
       posenc::fail(option, ": '", s, "' is not ", what);
     numbers.push_back(std::stoull(s));
@@ -61,7 +45,7 @@ std::vector<std::uint64_t> parse_numbers(const std::string& text, const char* op
 // METHOD:FACTOR,... (posenc::parse_rope_scaling_spec), each error named with `option`.
 std::vector<posenc::RopeScaling> parse_scalings(const std::string& text, const char* option) {
   std::vector<posenc::RopeScaling> scalings;
-  for (const std::string& spec : split_list(text, option))
+  for (const std::string& spec : posenc::split_list(text, option))
     try {
       scalings.push_back(posenc::parse_rope_scaling_spec(spec));
     } catch (const posenc::Error& e) {
@@ -168,7 +152,7 @@ int main(int argc, char** argv) {
     world.check();
     if (world.size() > 1 && jobs != 1)
       posenc::fail("--jobs ", jobs, ": under mpirun every rank trains one run at a time; start more ranks instead");
-    design.variants = split_list(variants, "--variants");
+    design.variants = posenc::split_list(variants, "--variants");
     design.seeds = parse_numbers(seeds, "--seeds", 19, "a seed (a whole number ≥ 0)");
     design.extended_seeds = parse_numbers(extended_seeds, "--extended-seeds", 19, "a seed (a whole number ≥ 0)");
     if (design.extended_steps == 0) design.extended_seeds.clear();  // no extended runs: nothing to check

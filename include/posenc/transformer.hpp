@@ -2,6 +2,7 @@
 #pragma once
 
 #include "posenc/config.hpp"
+#include "posenc/lists.hpp"
 #include "posenc/parameters.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"

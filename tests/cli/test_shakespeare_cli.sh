@@ -378,6 +378,14 @@ else
 fi
 expect_error "--batch where the passes size themselves" "--batch excludes --contexts" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,64 --batch 2
+expect_error "an empty length in --contexts" "--contexts: an empty item in '16,,64'" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts 16,,64
+expect_error "a trailing comma in --copy-probe" "--copy-probe: an empty item in '8,'" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,
+expect_error "a length with a space inside" "--contexts: '1 6' has a space inside" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts "1 6, 64"
+expect_error "a distance below 2" "--copy-probe: must be a whole number in [2, 1048576], got '1'" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,1
 expect_error "--top-p under greedy sampling" "--top-p: --temperature 0 always picks the most likely character" \
   "$bin" sample --checkpoint full/model.safetensors --temperature 0 --top-p 0.9
 expect_error "a factor without a scaling" "--rope-factor: read by linear, ntk, dynamic-ntk and yarn, not by the scaling 'none' (give --rope-scaling)" \

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/lists.hpp"
 #include "posenc/train/run_config.hpp"
 
 namespace posenc {
@@ -167,17 +168,8 @@ inline GridAxis parse_grid_axis(std::string_view text) {
   GridAxis axis;
   axis.name = std::string(text.substr(0, eq));
   std::replace(axis.name.begin(), axis.name.end(), '-', '_');
-  std::string value;
-  for (const char c : std::string(text.substr(eq + 1)) + ",") {
-    if (c != ',') {
-      value.push_back(c);
-    } else {
-      // "lr=1e-3,,2e-3" is a typo, not two values
-      if (value.empty()) fail("--grid ", axis.name, ": an empty value in '", text, "'");
-      axis.values.push_back(canonical_grid_value(axis.name, value));
-      value.clear();
-    }
-  }
+  for (const std::string& value : split_list(text.substr(eq + 1), "--grid " + axis.name))
+    axis.values.push_back(canonical_grid_value(axis.name, value));
   return axis;
 }
 
