@@ -385,6 +385,17 @@ TEST_CASE("the summary of the evaluations after training: RoPE scalings and the 
   const nlohmann::json j = summary_json(s);
   CHECK(j["copy_probe"][0]["mean_drop"].get<double>() == Approx(2.5 / 3));
   CHECK(j["design"]["extrapolate_rope"] == nlohmann::json{"yarn ×4"});
+  // Holm's family is the comparisons and cells with a test, and the text counts those
+  CHECK(md.find("Holm-adjusted over the 1 comparison with a test (of 1)") != std::string::npos);
+  CHECK(md.find("Holm-adjusted over the 1 cell with a test (of 3)") != std::string::npos);
+  CHECK(md.find("[2 seeds]") == std::string::npos);
+
+  // a cell over fewer seeds than the design's says so: the last seed lacks its yarn evaluation
+  records[records.size() - 2].extrapolation.erase(1);
+  const std::string fewer = summary_markdown(summarize_study(d, records));
+  CHECK(fewer.find("| rope · yarn ×4 | 2.0500 ± 0.0707 [2 seeds] |") != std::string::npos);
+  CHECK(fewer.find("| rope · yarn ×4 | -0.5500 [2 seeds] (p ") != std::string::npos);
+  CHECK(fewer.find("| rope | 2.6000 ± 0.1000 |") != std::string::npos);
 }
 
 TEST_CASE("a design with fine-tunes plans one per base run (and RoPE scaling), each at its own context and batch") {

@@ -486,6 +486,19 @@ inline std::string fixed(double x, int digits = 4) {
   out << x;
   return out.str();
 }
+// " [2 seeds]" after a cell that rests on fewer seeds than the design has (a run or its
+// evaluation missing), so a mean of two does not pass for a mean of three; "" otherwise.
+inline std::string fewer_seeds_text(std::size_t n, std::size_t design_seeds) {
+  return n > 0 && n < design_seeds ? " [" + std::to_string(n) + (n == 1 ? " seed]" : " seeds]") : "";
+}
+// "the 3 comparisons with a test (of 5)": Holm's family, which leaves out entries without a test.
+template <class Cells>
+std::string tested_family_text(const Cells& cells, const char* noun) {
+  std::size_t tested = 0;
+  for (const auto& c : cells) tested += c.paired.has_value();
+  return "the " + std::to_string(tested) + " " + noun + (tested == 1 ? "" : "s") + " with a test (of " +
+         std::to_string(cells.size()) + ")";
+}
 inline std::string p_text(const std::optional<double>& p) {
   if (!p) return "—";
   std::ostringstream out;
@@ -746,12 +759,14 @@ inline std::string summary_markdown(const StudySummary& s) {
   }
   if (!s.extrapolation.empty()) {
     md << "\n## Length extrapolation (validation loss, trained at context " << d.run.train.context << ")\n\n"
-       << "Mean ± sd over seeds of the final models of the " << d.steps << "-step runs. Non-overlapping: the split "
+       << "Mean ± sd over seeds of the final models of the " << d.steps
+       << "-step runs. Non-overlapping: the split "
           "cut into windows of the length, every target scored once. Sliding: windows of the length moved by half "
-          "of it, each target scored once with at least half a window of context."
-       << (d.extrapolate_rope.empty() ? "" : " A row 'variant · method ×s' (or '· base=B') is the rotary variant "
-                                             "under that RoPE scaling (no training): the settings its label names, "
-                                             "every other the model's own.")
+          "of it, each target scored once, with at least half a window of context after the first window."
+       << (d.extrapolate_rope.empty() ? ""
+                                      : " A row 'variant · method ×s' (or '· base=B') is the rotary variant "
+                                        "under that RoPE scaling (no training): the settings its label names, "
+                                        "every other the model's own.")
        << fine_tune_sentence << "\n";
     for (const char* protocol : {"non_overlapping", "sliding"}) {
       md << "\n" << (std::string(protocol) == "sliding" ? "Sliding window" : "Non-overlapping windows") << ":\n\n";
@@ -761,7 +776,8 @@ inline std::string summary_markdown(const StudySummary& s) {
         for (const ExtrapolationCell& c : s.extrapolation)
           if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling && c.protocol == protocol) {
             if (c.mean)
-              md << " " << fixed(*c.mean) << (c.sd ? " ± " + fixed(*c.sd) : "") << " |";
+              md << " " << fixed(*c.mean) << (c.sd ? " ± " + fixed(*c.sd) : "")
+                 << detail::fewer_seeds_text(c.values.size(), d.seeds.size()) << " |";
             else
               md << " " << (c.note.empty() ? "—" : "n/a") << " |";
           }
@@ -775,8 +791,9 @@ inline std::string summary_markdown(const StudySummary& s) {
     md << "\n## " << (d.fine_tune_context == 0 ? "RoPE scaling" : "RoPE scaling and fine-tuning")
        << " against the trained model\n\n"
        << "Validation loss of each row minus that of the base run's final model with its trained angles "
-          "(non-overlapping windows), mean over seeds; the paired t-test by seed, Holm-adjusted over the "
-       << s.scaling_comparisons.size() << " comparisons. Negative: the row does better.\n\n";
+          "(non-overlapping windows), mean over seeds; the paired t-test by seed, Holm-adjusted over "
+       << detail::tested_family_text(s.scaling_comparisons, "comparison")
+       << " (a test needs two seeds whose differences are not all equal). Negative: the row does better.\n\n";
     header(d.extrapolate);
     rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
       if (tuned == "none" && scaling == "none") return;
@@ -784,6 +801,7 @@ inline std::string summary_markdown(const StudySummary& s) {
       for (const ScalingComparison& c : s.scaling_comparisons)
         if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling)
           md << " " << (c.n == 0 ? "—" : (c.mean_difference >= 0 ? "+" : "") + fixed(c.mean_difference))
+             << detail::fewer_seeds_text(c.n, d.seeds.size())
              << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";
       md << "\n";
     });
@@ -807,7 +825,7 @@ inline std::string summary_markdown(const StudySummary& s) {
         for (const PositionCurve& c : s.position_curves)
           if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling && c.length == L &&
               c.first == first_curve->first) {
-            md << "| " << row_name(v, tuned, scaling) << " |";
+            md << "| " << row_name(v, tuned, scaling) << detail::fewer_seeds_text(c.n, d.seeds.size()) << " |";
             for (double m : c.mean) md << " " << fixed(m, 3) << " |";
             md << "\n";
           }
@@ -817,12 +835,14 @@ inline std::string summary_markdown(const StudySummary& s) {
 
   if (!s.copy_probe.empty()) {
     md << "\n## Copy probe\n\n"
-       << d.copy_segments << " segments A of n characters of the validation split, each after itself (A·A) "
+       << d.copy_segments
+       << " segments A of n characters of the validation split, each after itself (A·A) "
           "and after an unrelated segment B from half the split away (B·A); the drop is the mean loss on A's "
           "targets after B minus after A (the same targets at the same positions, only in A·A readable n "
           "positions back). Mean ± sd over seeds, and the paired t-test of the two losses by seed, "
-          "Holm-adjusted over the "
-       << s.copy_probe.size() << " cells. A drop near 0 says the model does not read from n back.\n\n";
+          "Holm-adjusted over "
+       << detail::tested_family_text(s.copy_probe, "cell")
+       << ". A drop near 0 says the model does not read from n back.\n\n";
     header(d.copy_probe, "n = ");
     rows([&](const std::string& v, const std::string& tuned, const std::string& scaling) {
       md << "| " << row_name(v, tuned, scaling) << " |";
@@ -830,14 +850,15 @@ inline std::string summary_markdown(const StudySummary& s) {
         if (c.variant == v && c.fine_tune == tuned && c.scaling == scaling) {
           if (c.mean_drop)
             md << " " << fixed(*c.mean_drop, 3) << (c.sd_drop ? " ± " + fixed(*c.sd_drop, 3) : "")
+               << detail::fewer_seeds_text(c.control.size(), d.seeds.size())
                << (c.paired ? " (p " + detail::p_text(c.p_holm) + ")" : "") << " |";
           else
             md << " " << (c.note.empty() ? "—" : "n/a") << " |";
         }
       md << "\n";
     });
-    md << "\nn/a: the model cannot take 2 × n positions. —: no record has the probe against the control "
-          "(records made before 2026-12-03 hold one against the first copy, which the study makes again).\n";
+    md << "\nn/a: the model cannot take 2 × n positions. —: no result, the run or its evaluation missing (records "
+          "made before 2026-12-03 hold a probe against the first copy, which the study makes again).\n";
   }
 
   if (!s.extended.empty()) {
