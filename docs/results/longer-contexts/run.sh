@@ -22,7 +22,8 @@ mkdir -p "$out/records"
 # A fine-tune needs its base run's checkpoint, which is not committed: commit a base run's record
 # only together with the records of all its fine-tunes (the study runs them right after it), and
 # no record the log calls "part-way" ("stopped … in its evaluation after training, its record
-# part-way": it needs its checkpoint to be completed).
+# part-way": it needs its checkpoint to be completed). collect.sh copies the runs that may be
+# committed; commit them as they finish.
 shopt -s nullglob
 committed=(docs/results/longer-contexts/records/*.json)
 if [ ${#committed[@]} -gt 0 ]; then
