@@ -495,7 +495,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   examples::RunOptions run_options(*train_cmd, t.run);
   examples::RopeOptions train_rope(*train_cmd);
-  train_cmd->add_option("--out", out, "Run directory [runs/<posenc>-seed<seed>]");
+  train_cmd->add_option(
+      "--out", out, "Run directory [runs/<posenc>-seed<seed>, with --init-from runs/<posenc>-seed<seed>-context<L>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
   train_cmd->add_option("--init-from", t.run.init_from.checkpoint,
                         "Fine-tune: start from this checkpoint's parameters (its policy, size and vocabulary; a "
