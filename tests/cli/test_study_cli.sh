@@ -88,6 +88,7 @@ if "$bin" "${design[@]}" --out whole --jobs 2 --extrapolate 16,32,64 --per-posit
      --fine-tune-rope linear:2 > fine-tune.log 2>&1 &&
    grep -q "12 runs in the design, 6 finished, 6 to run" fine-tune.log && [ "$(ls whole/records | wc -l)" -eq 12 ] &&
    grep -q "| rope · ft 32×20 · linear ×2 |" whole/summary.md &&
+   grep -qx "\[[0-9]*/12 runs\] done rope-seed2-steps200-ft32x20-linear2" fine-tune.log &&  # collect.sh reads it
    python3 -c 'import json,sys; r=json.load(open("whole/records/rope-seed2-steps200-ft32x20-linear2.json")); c=r["config"]; sys.exit(0 if c["context"]==32 and c["batch"]==2 and c["init_from"]["step"]==200 and c["rope"]["original_context"]==16 and r["curve"][-1]["step"]==20 and len(r["extrapolation"])==3 else 1)'; then
   pass "--fine-tune trains on every base run at a new context and evaluates the fine-tuned models"
 else
