@@ -88,7 +88,7 @@ TEST_CASE("the optimizer state round-trips, and a resumed step equals an uninter
   std::filesystem::remove(state_path);
 }
 
-TEST_CASE("a checkpoint of another model is refused with the tensor named") {
+TEST_CASE("a checkpoint of another model is refused with the policy or the tensor named") {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<Learned, 1, 8, 2> learned(tokenizer.vocab_size(), 4, 3);
   const std::string path = temp_path("learned.safetensors");
@@ -96,7 +96,21 @@ TEST_CASE("a checkpoint of another model is refused with the tensor named") {
   const SafetensorsFile file = read_safetensors(path);
   CharTransformer<RoPE, 1, 8, 2> rope(tokenizer.vocab_size(), 4, 3);
   CHECK_THROWS_WITH(load_parameters(rope, file),
-                    Catch::Contains("'transformer.wpe.weight' that a rope model does not have"));
+                    Catch::Contains("'" + path + "' holds a model of policy 'learned', not 'rope'"));
+  // rope's tensors are alibi's: only the metadata tells them apart (it loaded silently)
+  const std::string rope_path = temp_path("rope.safetensors");
+  save_checkpoint(rope_path, rope, tokenizer, 0, 3);
+  const SafetensorsFile rope_file = read_safetensors(rope_path);
+  CharTransformer<ALiBi, 1, 8, 2> alibi(tokenizer.vocab_size(), 4, 3);
+  CHECK_THROWS_WITH(load_parameters(alibi, rope_file), Catch::Contains("holds a model of policy 'rope', not 'alibi'"));
+  CharTransformer<ALiBi, 1, 8, 2> tuned(ModelConfig{.vocab_size = 7, .context = 8});
+  CHECK_THROWS_WITH(initialize_from_checkpoint(tuned, rope_file, read_checkpoint_info(rope_file)),
+                    Catch::Contains("holds a model of policy 'rope', not 'alibi'"));
+  std::filesystem::remove(rope_path);
+  // a file of the model's policy with a tensor the model lacks
+  CharTransformer<Learned, 1, 8, 2> tied(ModelConfig{.vocab_size = 7, .context = 4, .tie_weights = true});
+  CHECK_THROWS_WITH(load_parameters(tied, file),
+                    Catch::Contains("a tensor 'lm_head.weight' that a learned model does not have"));
   CharTransformer<Learned, 1, 8, 2> longer(tokenizer.vocab_size(), 6, 3);
   CHECK_THROWS_WITH(load_parameters(longer, file),
                     Catch::Contains("transformer.wpe.weight") && Catch::Contains("shape"));
@@ -145,6 +159,6 @@ TEST_CASE("fine-tuning from a checkpoint: FIRE keeps its learned threshold L in 
   // a checkpoint of another policy does not fit
   CharTransformer<Kerple, 1, 8, 2> other(ModelConfig{.vocab_size = 5, .context = 64});
   CHECK_THROWS_WITH(initialize_from_checkpoint(other, file, read_checkpoint_info(file)),
-                    Catch::Contains("has no tensor 'transformer.h.0.attn.kerple.r1'"));
+                    Catch::Contains("holds a model of policy 'fire', not 'kerple'"));
   std::filesystem::remove(path);
 }

@@ -196,10 +196,21 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.write(path);
 }
 
+// A checkpoint's tensors fit a model of another policy whenever neither has position parameters
+// (rope and alibi), so the policy its metadata names must be the model's.
+template <class Model>
+void check_checkpoint_policy(const SafetensorsFile& file) {
+  const auto policy = file.metadata().find("posenc_policy");
+  if (policy != file.metadata().end() && policy->second != Model::encoding_name())
+    fail("checkpoint '", file.source(), "' holds a model of policy '", policy->second, "', not '",
+         Model::encoding_name(), "'");
+}
+
 // Fills every parameter of `model` from the file: each tensor of the model's table must be there
-// with its shape, and the file may hold no others.
+// with its shape, and the file may hold no others; a policy in its metadata must be the model's.
 template <class Model>
 void load_parameters(Model& model, const SafetensorsFile& file) {
+  check_checkpoint_policy<Model>(file);
   const ParameterTable& table = model.parameter_table();
   for (const ParameterInfo& e : table.entries()) {
     if (!file.contains(e.name))

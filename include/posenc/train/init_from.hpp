@@ -47,9 +47,13 @@ inline RopeScaling rope_for_fine_tuning(RopeScaling rope, std::size_t source_con
 //  - learned's position table, interpolated to the new rows (interpolate_position_rows);
 //  - FIRE's threshold multiplier, rescaled so that the learned threshold L = L₀·softplus(m), with
 //    L₀ a quarter of the context, stays the same number of positions.
-// Every tensor of the model must be in the file and the file may hold no others.
+// Every tensor of the model must be in the file and the file may hold no others; the file's policy
+// must be the model's.
 template <class Model>
 void initialize_from_checkpoint(Model& model, const SafetensorsFile& file, const CheckpointInfo& source) {
+  if (source.policy != Model::encoding_name())
+    fail("fine-tuning from '", file.source(), "': it holds a model of policy '", source.policy, "', not '",
+         Model::encoding_name(), "'");
   const ParameterTable& table = model.parameter_table();
   const std::size_t old_context = source.context, new_context = model.context();
   for (const ParameterInfo& e : table.entries()) {
