@@ -51,9 +51,7 @@ inline RopeScaling rope_for_fine_tuning(RopeScaling rope, std::size_t source_con
 // must be the model's.
 template <class Model>
 void initialize_from_checkpoint(Model& model, const SafetensorsFile& file, const CheckpointInfo& source) {
-  if (source.policy != Model::encoding_name())
-    fail("fine-tuning from '", file.source(), "': it holds a model of policy '", source.policy, "', not '",
-         Model::encoding_name(), "'");
+  check_checkpoint_policy<Model>(file);
   const ParameterTable& table = model.parameter_table();
   const std::size_t old_context = source.context, new_context = model.context();
   for (const ParameterInfo& e : table.entries()) {
