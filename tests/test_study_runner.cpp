@@ -273,8 +273,10 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   d.per_position_bins = 4;
   d.copy_probe = {4, 12};
   d.copy_segments = 5;
-  // settings beside the method and factor: the evaluation must use them, not the checkpoint's
-  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4:beta_fast=16:attention_factor=1.2"),
+  // settings beside the method and factor: the evaluation must use them, not the checkpoint's. In
+  // this model (2 rotated pairs, trained at 8 positions) the pair turning once over the context is
+  // pair 0.05, so only betas this small move YaRN's ramp off pairs 0 to 1.
+  const RopeScaling yarn = parse_rope_scaling_spec("yarn:4:beta_fast=0.01:beta_slow=0.001:attention_factor=1.2"),
                     linear = parse_rope_scaling_spec("linear:2:base=500"),
                     new_base = parse_rope_scaling_spec("base=500");  // a new base alone
   d.extrapolate_rope = {yarn, linear, new_base};
@@ -314,8 +316,15 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
       CHECK(probe->at("segments").get<std::size_t>() == 5);
       CHECK(probe->at("drop").get<double>() == model->copy_probe(data.val(), 12, 5).drop);
     }
-    if (rotary)  // past the trained context of 8, the scalings change the numbers
+    if (rotary) {  // past the trained context of 8, the scalings change the numbers; so does each beta
       CHECK(r.extrapolation_at(32, yarn)->at("non_overlapping") != r.extrapolation_at(32)->at("non_overlapping"));
+      for (const char* dropped : {"yarn:4:beta_slow=0.001:attention_factor=1.2", "yarn:4:attention_factor=1.2"}) {
+        INFO(dropped);
+        model->set_rope_scaling(parse_rope_scaling_spec(dropped));
+        CHECK(r.extrapolation_at(32, yarn)->at("non_overlapping") !=
+              evaluate_at_length(*model, data.val(), 32, 16, 4)["non_overlapping"]);
+      }
+    }
   }
 
   const StudySummary summary = summarize_study(d, records);
@@ -324,7 +333,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   CHECK(summary.position_curves.size() == 10);     // rope × 4 × 2 lengths + alibi × 2 lengths
   CHECK(summary.copy_probe.size() == 10);          // rope × 4 × 2 distances + alibi × 2 distances
   const std::string markdown = summary_markdown(summary);
-  CHECK(markdown.find("| rope · yarn ×4 beta_fast=16 attention_factor=1.2 |") != std::string::npos);
+  CHECK(markdown.find("| rope · yarn ×4 beta_fast=0.01 beta_slow=0.001 attention_factor=1.2 |") != std::string::npos);
   CHECK(markdown.find("| rope · base=500 |") != std::string::npos);
 
   // Without its checkpoint a complete record is still read (nothing to evaluate) ...
