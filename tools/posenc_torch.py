@@ -51,8 +51,8 @@ def alibi_slopes(heads):
 
 
 def rope_frequencies(base, r, scaling, T, L):
-    """Each pair's angle per position and the magnitude on q and k, for r rotated dimensions of a
-    sequence of T positions of a model trained at L, under a scaling (the checkpoint's
+    """Each pair's angle per position and the magnitude on the r rotated dimensions of q and k, for
+    a sequence of T positions of a model trained at L, under a scaling (the checkpoint's
     "rope_scaling" metadata, or the command line's): linear is Position Interpolation (Chen et al.
     2023), ntk the NTK-aware base (bloc97), dynamic-ntk Hugging Face's, yarn Peng et al. 2023 with
     the ramp bounds of their reference code (floor and ceil of the pair turning beta times over L)."""

@@ -38,7 +38,7 @@ class RopeOptions {
                        "YaRN: pairs turning less often are interpolated by the factor (1)")
             ->check(positive_number));
     add(app.add_option("--yarn-attention-factor", attention_factor_,
-                       "YaRN: the magnitude on q and k, replacing 0.1·ln(factor) + 1")
+                       "YaRN: the magnitude on the rotated dimensions of q and k, replacing 0.1·ln(factor) + 1")
             ->check(positive_number));
   }
 

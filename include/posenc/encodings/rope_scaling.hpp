@@ -25,7 +25,7 @@ enum class RopeScalingMethod {
   linear,       // Position Interpolation (Chen et al. 2023): positions divided by the factor
   ntk,          // NTK-aware (bloc97): the base raised to base·s^(r/(r−2)), every pair's angle kept at the highest
   dynamic_ntk,  // NTK with s from the sequence's length: s' = s·T/L − (s − 1) once T > L (Hugging Face)
-  yarn,         // YaRN (Peng et al. 2023): NTK-by-parts interpolation and a magnitude 0.1·ln s + 1 on q and k
+  yarn,         // YaRN (Peng et al. 2023): NTK-by-parts interpolation, the rotated q and k scaled by 0.1·ln s + 1
 };
 
 inline constexpr std::array<std::pair<RopeScalingMethod, std::string_view>, 5> rope_scaling_names = {{
@@ -57,7 +57,7 @@ struct RopeScaling {
   // YaRN: pairs turning more than beta_fast times over L keep their angles, fewer than beta_slow
   // times are interpolated, a linear ramp between (the paper's α = 1, β = 32).
   double beta_fast = 32, beta_slow = 1;
-  // YaRN's magnitude on q and k; by default 0.1·ln s + 1
+  // YaRN's magnitude on the rotated dimensions of q and k; by default 0.1·ln s + 1
   std::optional<double> attention_factor = std::nullopt;
 
   bool scales() const { return method != RopeScalingMethod::none; }
@@ -225,8 +225,8 @@ inline RopeScaling parse_rope_scaling_spec(std::string_view text) {
   return scaling;
 }
 
-// What a rotary table needs: each pair's angle per position (radians) and the magnitude q and k
-// are multiplied by (1 but for YaRN).
+// What a rotary table needs: each pair's angle per position (radians) and the magnitude the
+// rotated dimensions of q and k are multiplied by (1 but for YaRN), folded into cos and sin.
 struct RopeFrequencies {
   std::vector<double> per_position;  // (rotated/2): pair i turns per_position[i]·p at position p
   double magnitude = 1;
