@@ -125,6 +125,7 @@ TEST_CASE("every evaluation asks should_stop before each batch and throws Evalua
       ++batches;
       return 1.0f;
     }
+    float loss(const Tokens& x, const Tokens& y, const TargetMask&) { return loss(x, y); }
   };
   std::vector<TokenId> tokens(200);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(i % 7);

@@ -144,6 +144,42 @@ TEST_CASE("cross_entropy_forward is the mean negative log-likelihood, and its ba
                     Catch::Contains("target id 9"));
 }
 
+TEST_CASE("cross-entropy with a target mask averages over the scored rows only, and its backward matches finite "
+          "differences") {
+  const std::size_t N = 5, V = 4;
+  Vec logits = random_vector(N * V, 15, 3.0);
+  // an unscored row's target may be anything: it is never read
+  const std::vector<TokenId> targets = {1, 99, 3, 0, -4};
+  const std::vector<std::uint8_t> mask = {1, 0, 1, 1, 0};
+  Vec probs(N * V);
+  const double loss = cross_entropy_forward(probs.data(), logits.data(), targets.data(), N, V, mask.data());
+  double expected = 0;
+  for (const std::size_t n : {0, 2, 3}) {
+    double z = 0;
+    for (std::size_t v = 0; v < V; ++v) z += std::exp(logits[n * V + v]);
+    expected += (std::log(z) - logits[n * V + static_cast<std::size_t>(targets[n])]) / 3;
+  }
+  CHECK(loss == Approx(expected).epsilon(1e-13));
+  CHECK(fast::cross_entropy_forward(probs.data(), logits.data(), targets.data(), N, V, static_cast<double*>(nullptr),
+                                    mask.data()) == Approx(expected).epsilon(1e-13));
+
+  const double dloss = 0.7;
+  for (const bool fast_kernel : {false, true}) {
+    Vec dlogits(N * V, 0);
+    if (fast_kernel)
+      fast::cross_entropy_backward(dlogits.data(), probs.data(), targets.data(), N, V, dloss, mask.data());
+    else cross_entropy_backward(dlogits.data(), probs.data(), targets.data(), N, V, dloss, mask.data());
+    auto f = [&] {
+      Vec p(N * V);
+      return dloss * cross_entropy_forward(p.data(), logits.data(), targets.data(), N, V, mask.data());
+    };
+    CHECK(gradient_relative_error(logits, dlogits, f) < gradient_tolerance);
+    for (std::size_t v = 0; v < V; ++v) CHECK(dlogits[1 * V + v] == 0);  // the unscored rows get nothing
+  }
+  const std::vector<std::uint8_t> none(N, 0);
+  CHECK(cross_entropy_forward(probs.data(), logits.data(), targets.data(), N, V, none.data()) == 0);
+}
+
 namespace {
 
 // Attention written out element by element: the reference the kernel must reproduce.

@@ -28,6 +28,7 @@
 #include "../common/rope_options.hpp"
 #include "../common/run_options.hpp"
 #include "../common/stop_signal.hpp"
+#include "../common/task_options.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -56,12 +57,16 @@ struct EvalOptions {
   std::size_t bins = 16;              // … in this many equal ranges of positions
   std::vector<std::size_t> copy_distances;  // the copy probe at each distance
   std::size_t copy_segments = 64;
+  std::optional<posenc::TaskSpec> task;     // a task's accuracy at each length
+  std::size_t task_examples = 100;
+  std::uint64_t task_seed = 1337;
 
   // The longest sequence these options evaluate (0: none past the checkpoint's own).
   std::size_t longest_length() const {
     std::size_t n = context;
     for (const std::size_t L : contexts) n = std::max(n, L);
     for (const std::size_t d : copy_distances) n = std::max(n, 2 * d);
+    if (task) n = std::max(n, posenc::task_context(*task));
     return n;
   }
 };
@@ -95,6 +100,12 @@ posenc::CharDataset make_dataset(const std::string& text, const std::string& pat
 
 posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
   return make_dataset(posenc::read_text_file(path), path, vocabulary);
+}
+
+// A task's examples to train on, in a fine-tuning source's vocabulary when there is one.
+std::unique_ptr<posenc::TrainingData> make_task_data(const posenc::TaskSpec& spec, const std::string& text,
+                                                 const std::optional<posenc::CharTokenizer>& vocabulary) {
+  return std::make_unique<posenc::TaskData>(posenc::Task(spec.kind, text), spec.lengths, vocabulary);
 }
 
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
@@ -167,12 +178,15 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   examples::check_model_size(config.shape());
   if (config.precision == posenc::Precision::bf16)
     if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
-  const std::string text = posenc::read_text_file(config.data);
-  const std::string digest = posenc::corpus_digest(text);
+  // a task but passkey makes its own examples and reads no corpus
+  const bool reads_corpus = !config.task || config.task->kind == posenc::TaskKind::passkey;
+  const std::string text = reads_corpus ? posenc::read_text_file(config.data) : std::string();
+  const std::string digest = reads_corpus ? posenc::corpus_digest(text) : std::string();
   if (options.resume && !config.data_digest.empty() && config.data_digest != digest)
     posenc::fail("--resume: the corpus '", config.data, "' changed since the run started (", config.data_digest,
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
+  if (!reads_corpus) config.data.clear();
   // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol;
   // resumed from a saved state, it takes the vocabulary from that state's checkpoint and needs no source
   std::optional<posenc::SafetensorsFile>& source_file = options.init_source;
@@ -188,17 +202,25 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
       source_vocabulary.emplace(source->vocabulary);
     }
   }
-  posenc::CharDataset data = make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr);
+  const std::unique_ptr<posenc::TrainingData> training_data =
+      config.task ? make_task_data(*config.task, text, source_vocabulary)
+                  : std::make_unique<posenc::CharDataset>(
+                        make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr));
+  const posenc::TrainingData& data = *training_data;
   if (const std::size_t control = posenc::control_byte_count(text); root && control > 0)
     std::fprintf(stderr,
                  "warning: data file '%s' does not look like text: %zu of its %zu bytes are control bytes such as "
                  "NUL; posenc models any bytes, but a character model of a binary file is rarely what was meant\n",
                  config.data.c_str(), control, text.size());
   posenc::check_training_memory(config, data.vocab_size());
-  if (data.train().size() < config.train.context + 1 || data.val().size() < config.train.context + 1)
-    posenc::fail("data file '", config.data, "' is too short: its training split has ", data.train().size(),
-                 " and its validation split ", data.val().size(), " tokens; each needs at least context + 1 = ",
-                 config.train.context + 1);
+  if (const auto* corpus = dynamic_cast<const posenc::CharDataset*>(&data))
+    if (corpus->train().size() < config.train.context + 1 || corpus->val().size() < config.train.context + 1)
+      posenc::fail("data file '", config.data, "' is too short: its training split has ", corpus->train().size(),
+                   " and its validation split ", corpus->val().size(), " tokens; each needs at least context + 1 = ",
+                   config.train.context + 1);
+  if (const auto* task = dynamic_cast<const posenc::TaskData*>(&data); task && task->context() > config.train.context)
+    posenc::fail("--context ", config.train.context, ": task ", posenc::to_string(*config.task),
+                 " has examples of up to ", task->context(), " inputs; leave --context out to train on all of them");
   if (root) {
     std::filesystem::create_directories(run.dir());
     nlohmann::json json = posenc::to_json(config);
@@ -215,10 +237,11 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                : ", from " + config.init_from.checkpoint + " (step " +
                                      std::to_string(config.init_from.step) + ", context " +
                                      std::to_string(config.init_from.context) + ")";
+  const std::string on_task = config.task ? " on task " + posenc::to_string(*config.task) : "";
   if (root)
-    std::printf("%s %s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
-                options.resume ? "resuming" : "training", config.posenc.c_str(), model->parameter_count(),
-                config.layers, config.dim, config.heads, config.train.context,
+    std::printf("%s %s%s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
+                options.resume ? "resuming" : "training", config.posenc.c_str(), on_task.c_str(),
+                model->parameter_count(), config.layers, config.dim, config.heads, config.train.context,
                 static_cast<long long>(config.train.steps),
                 group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
                 from.c_str(), out.c_str());
@@ -354,10 +377,58 @@ void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, c
   }
 }
 
+// A task's exact-match accuracy and answer loss at each length (posenc::evaluate_task); a length
+// past what the model accepts (a learned table's rows) is reported as not applicable.
+void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, const EvalOptions& o) {
+  const posenc::TaskSpec& spec = *o.task;
+  const std::string text = spec.kind == posenc::TaskKind::passkey ? posenc::read_text_file(o.data) : std::string();
+  const posenc::Task task(spec.kind, text);
+  task.check(spec.lengths);
+  task.check_vocabulary(checkpoint.tokenizer);
+  const posenc::CheckpointInfo& info = checkpoint.info;
+  if (!o.json)
+    std::printf("%s\n%s (%s, step %lld), trained context %zu: task %s, %zu examples a length (seed %llu)\n"
+                "%8s  %10s  %9s  %15s  %11s\n",
+                examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(),
+                static_cast<long long>(info.step), info.context, posenc::to_string(spec).c_str(), o.task_examples,
+                static_cast<unsigned long long>(o.task_seed), "length", "characters", "accuracy",
+                "char accuracy", "answer loss");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const posenc::TaskScore& s :
+       model.evaluate_task(task, checkpoint.tokenizer, spec.lengths, o.task_examples, o.task_seed)) {
+    nlohmann::json row = {{"length", s.length}, {"characters", s.sequence}};
+    if (!s.evaluated) {
+      row["note"] = "not applicable: " + std::to_string(s.sequence - 1) + " inputs; the model accepts " +
+                    std::to_string(model.max_context());
+      if (!o.json) std::printf("%8zu  %10zu  %s\n", s.length, s.sequence, row["note"].get<std::string>().c_str());
+    } else {
+      row.update({{"examples", s.examples}, {"exact", s.exact}, {"accuracy", s.accuracy},
+                  {"char_accuracy", s.char_accuracy}, {"answer_loss", s.answer_loss}});
+      if (!o.json)
+        std::printf("%8zu  %10zu  %9.3f  %15.3f  %11.4f\n", s.length, s.sequence, s.accuracy, s.char_accuracy,
+                    s.answer_loss);
+    }
+    rows.push_back(row);
+  }
+  if (o.json) {
+    nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
+                             {"trained_context", info.context}, {"task", posenc::task_name(spec.kind)},
+                             {"lengths", posenc::to_string(spec.lengths)}, {"examples", o.task_examples},
+                             {"seed", o.task_seed}, {"scores", rows}, {"compute", examples::compute_json()}};
+    if (spec.kind == posenc::TaskKind::passkey) result["data"] = o.data;
+    if (info.rope.changes_anything()) result["rope_scaling"] = posenc::to_json(info.rope);
+    std::printf("%s\n", result.dump(2).c_str());
+  }
+}
+
 int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
   const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint, rope, o.longest_length());
   const posenc::CheckpointInfo& info = checkpoint.info;
   posenc::AnyModel& model = *checkpoint.model;
+  if (o.task) {
+    evaluate_task(model, checkpoint, o);
+    return 0;
+  }
   const posenc::CharDataset data = load_corpus(o.data, &checkpoint.tokenizer);
   if (!o.copy_distances.empty()) {
     probe_copies(model, info, data, o);
@@ -495,6 +566,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   examples::RunOptions run_options(*train_cmd, t.run);
   examples::RopeOptions train_rope(*train_cmd);
+  examples::TaskOptions train_task(*train_cmd, "Train on a synthetic task instead of --data's text");
   train_cmd->add_option(
       "--out", out, "Run directory [runs/<posenc>-seed<seed>, with --init-from runs/<posenc>-seed<seed>-context<L>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
@@ -547,6 +619,17 @@ int main(int argc, char** argv) {
       ->check(whole_number_in(1, 1 << 20))
       ->needs("--copy-probe")
       ->capture_default_str();
+  examples::TaskOptions eval_task(*eval_cmd, "Exact-match accuracy and answer loss at each of --task-lengths");
+  eval_cmd->add_option("--task-examples", e.task_examples, "Examples of each length the task accuracy counts")
+      ->check(whole_number_in(1, 1 << 20))
+      ->needs("--task")
+      ->capture_default_str();
+  eval_cmd->add_option("--task-seed", e.task_seed, "Seed of the task's examples (each length's its own stream)")
+      ->check(whole_number_in(0, UINT64_MAX))
+      ->needs("--task")
+      ->capture_default_str();
+  for (const char* other : {"--estimate", "--context", "--contexts", "--copy-probe", "--batch"})
+    eval_cmd->get_option("--task")->excludes(other);
 
   SampleOptions s;
   bool no_cache = false;
@@ -598,7 +681,7 @@ int main(int argc, char** argv) {
       if (t.resume) {
         std::vector<std::string> fixed = run_options.names();
         fixed.insert(fixed.end(), train_rope.names().begin(), train_rope.names().end());
-        fixed.insert(fixed.end(), {"--posenc", "--seed", "--init-from"});
+        fixed.insert(fixed.end(), {"--posenc", "--seed", "--init-from", "--task", "--task-lengths"});
         for (const std::string& name : fixed)
           if (train_cmd->count(name) > 0)
             posenc::fail("--resume takes the run's configuration from its config.json; ", name,
@@ -607,6 +690,8 @@ int main(int argc, char** argv) {
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
       run_options.apply();
+      t.run.task = train_task.spec();
+      if (t.run.task && train_cmd->count("--context") == 0) t.run.train.context = posenc::task_context(*t.run.task);
       if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
       t.run.rope = train_rope.apply(t.run.rope);
       if (!t.run.init_from.checkpoint.empty())
@@ -616,7 +701,10 @@ int main(int argc, char** argv) {
                      "xpos), not to ", t.run.posenc);
       return train(std::move(t), out, steps_given, world.group().get());
     }
-    if (*eval_cmd) return evaluate(e, eval_rope);
+    if (*eval_cmd) {
+      e.task = eval_task.spec();
+      return evaluate(e, eval_rope);
+    }
     s.sampling.use_cache = !no_cache;
     if (s.sampling.temperature == 0)  // greedy: these would be recorded nowhere and change nothing
       for (const char* option : {"--top-k", "--top-p", "--samples", "--seed"})

@@ -19,6 +19,8 @@ using Tensor = xt::xtensor<Scalar, Rank>;
 
 using TokenId = std::int32_t;
 using Tokens = xt::xtensor<TokenId, 2>;  // (B,T) token ids
+// (B,T): 1 where a target is scored by the loss, 0 where it is left out (a task's prompt, padding)
+using TargetMask = xt::xtensor<std::uint8_t, 2>;
 
 // A non-owning, row-major tensor over memory someone else owns (a slice of a flat buffer).
 template <class T>

@@ -39,7 +39,9 @@
 #include "posenc/model/generation.hpp"
 #include "posenc/model/kv_cache.hpp"
 
+#include "posenc/data/batches.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/data/tasks.hpp"
 #include "posenc/data/tokenizer.hpp"
 
 #include "posenc/io/atomic_file.hpp"
@@ -55,6 +57,7 @@
 #include "posenc/train/position_probes.hpp"
 #include "posenc/train/run_config.hpp"
 #include "posenc/train/schedule.hpp"
+#include "posenc/train/task_evaluation.hpp"
 #include "posenc/train/train_config.hpp"
 #include "posenc/train/train_step.hpp"
 #include "posenc/train/trainer.hpp"

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/data/batches.hpp"
 #include "posenc/data/tokenizer.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
@@ -42,38 +44,9 @@ inline std::size_t control_byte_count(std::string_view text) {
   return count;
 }
 
-class CharDataset {
- public:
-  // The first train_fraction of the corpus trains, the rest validates.
-  explicit CharDataset(std::string_view corpus, double train_fraction = 0.9)
-      : CharDataset(corpus, CharTokenizer::from_corpus(corpus), train_fraction) {}
-
-  // The corpus encoded with a given vocabulary (a checkpoint's); a byte outside it is an error.
-  CharDataset(std::string_view corpus, CharTokenizer tokenizer, double train_fraction = 0.9)
-      : tokenizer_(std::move(tokenizer)) {
-    if (corpus.empty()) fail("CharDataset: the corpus is empty; expected at least one byte");
-    if (!(train_fraction > 0 && train_fraction < 1))
-      fail("CharDataset: train_fraction must lie in (0, 1), got ", train_fraction);
-    const std::vector<TokenId> all = tokenizer_.encode(corpus);
-    const auto n_train = static_cast<std::size_t>(static_cast<double>(all.size()) * train_fraction);
-    train_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_train));
-    val_.assign(all.begin() + static_cast<std::ptrdiff_t>(n_train), all.end());
-  }
-
-  const CharTokenizer& tokenizer() const { return tokenizer_; }
-  std::size_t vocab_size() const { return tokenizer_.vocab_size(); }
-  const std::vector<TokenId>& train() const { return train_; }
-  const std::vector<TokenId>& val() const { return val_; }
-
- private:
-  CharTokenizer tokenizer_;
-  std::vector<TokenId> train_;
-  std::vector<TokenId> val_;
-};
-
 // Draws batches of B windows of T+1 consecutive tokens, each start uniform over the split;
 // inputs are a window's first T tokens and targets its last T.
-class BatchSampler {
+class BatchSampler final : public BatchStream {
  public:
   BatchSampler(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                std::uint64_t seed, std::string_view split_name = "split")
@@ -97,16 +70,55 @@ class BatchSampler {
       }
     }
   }
+  void sample(Batch& batch) override {
+    sample(batch.inputs, batch.targets);
+    batch.mask.reset();  // a corpus scores every target
+  }
 
   std::size_t batch() const { return batch_; }
   std::size_t context() const { return context_; }
-  Rng& rng() { return rng_; }  // its state is the sampler's position, for resuming
+  Rng& rng() override { return rng_; }  // its state is the sampler's position, for resuming
 
  private:
   const std::vector<TokenId>* tokens_;
   std::size_t batch_;
   std::size_t context_;
   Rng rng_;
+};
+
+class CharDataset final : public TrainingData {
+ public:
+  // The first train_fraction of the corpus trains, the rest validates.
+  explicit CharDataset(std::string_view corpus, double train_fraction = 0.9)
+      : CharDataset(corpus, CharTokenizer::from_corpus(corpus), train_fraction) {}
+
+  // The corpus encoded with a given vocabulary (a checkpoint's); a byte outside it is an error.
+  CharDataset(std::string_view corpus, CharTokenizer tokenizer, double train_fraction = 0.9)
+      : tokenizer_(std::move(tokenizer)) {
+    if (corpus.empty()) fail("CharDataset: the corpus is empty; expected at least one byte");
+    if (!(train_fraction > 0 && train_fraction < 1))
+      fail("CharDataset: train_fraction must lie in (0, 1), got ", train_fraction);
+    const std::vector<TokenId> all = tokenizer_.encode(corpus);
+    const auto n_train = static_cast<std::size_t>(static_cast<double>(all.size()) * train_fraction);
+    train_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_train));
+    val_.assign(all.begin() + static_cast<std::ptrdiff_t>(n_train), all.end());
+  }
+
+  const CharTokenizer& tokenizer() const override { return tokenizer_; }
+  const std::vector<TokenId>& train() const { return train_; }
+  const std::vector<TokenId>& val() const { return val_; }
+  const std::vector<TokenId>& split(Split which) const { return which == Split::train ? train_ : val_; }
+
+  // Windows of `context` tokens from the split (a BatchSampler).
+  std::unique_ptr<BatchStream> batches(Split which, std::size_t batch, std::size_t context,
+                                       std::uint64_t seed) const override {
+    return std::make_unique<BatchSampler>(split(which), batch, context, seed, split_name(which));
+  }
+
+ private:
+  CharTokenizer tokenizer_;
+  std::vector<TokenId> train_;
+  std::vector<TokenId> val_;
 };
 
 }  // namespace posenc

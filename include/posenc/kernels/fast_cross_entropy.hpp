@@ -5,8 +5,10 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 
 #include "posenc/config.hpp"
+#include "posenc/kernels/cross_entropy.hpp"
 #include "posenc/kernels/fast_softmax.hpp"
 #include "posenc/kernels/parallel.hpp"
 #include "posenc/tensor.hpp"
@@ -14,13 +16,14 @@
 namespace posenc::fast {
 
 // probs (N,V) saved for backward (or nullptr: the loss only, for evaluation), logits (N,V),
-// targets (N) in [0,V); returns the mean loss. With probs == nullptr, scratch must hold V scalars
-// per thread (max_parallel_threads()·V); otherwise it may be nullptr.
+// targets (N) in [0,V), mask (N) or nullptr; returns the mean loss over the rows the mask scores
+// (posenc::cross_entropy_forward's). With probs == nullptr, scratch must hold V scalars per thread
+// (max_parallel_threads()·V); otherwise it may be nullptr.
 template <std::floating_point S>
 S cross_entropy_forward(S* probs, const S* logits, const TokenId* targets, std::size_t N,
-                        std::size_t V, S* scratch = nullptr) {
+                        std::size_t V, S* scratch = nullptr, const std::uint8_t* mask = nullptr) {
   for (std::size_t n = 0; n < N; ++n)  // checked first: nothing may throw inside a parallel region
-    if (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V)
+    if ((mask == nullptr || mask[n] != 0) && (targets[n] < 0 || static_cast<std::size_t>(targets[n]) >= V))
       fail("cross_entropy_forward: target id ", targets[n], " at row ", n,
            " is outside the vocabulary [0, ", V, ")");
   if (probs == nullptr && scratch == nullptr)
@@ -32,6 +35,7 @@ S cross_entropy_forward(S* probs, const S* logits, const TokenId* targets, std::
     double total = 0;  // a float sum over N terms would lose the last digits of the loss
     S* p = probs != nullptr ? nullptr : scratch + parallel_thread_index() * V;
     for (std::size_t n = r0; n < r1; ++n) {
+      if (mask != nullptr && mask[n] == 0) continue;
       S* row = probs != nullptr ? probs + n * V : p;
       std::copy(logits + n * V, logits + (n + 1) * V, row);
       const S log_norm = softmax_row(row, V);
@@ -40,9 +44,13 @@ S cross_entropy_forward(S* probs, const S* logits, const TokenId* targets, std::
     }
     partial[part] = total;
   };
+  const std::size_t scored = scored_rows(mask, N);
+  const auto mean = [&](double total) {
+    return scored == 0 ? S(0) : static_cast<S>(total / static_cast<double>(scored));
+  };
   if (parts <= 1 || N < 64) {
     rows(0, 0, N);
-    return static_cast<S>(partial[0] / static_cast<double>(N));
+    return mean(partial[0]);
   }
   POSENC_OMP(omp parallel num_threads(parts))
   {
@@ -51,18 +59,21 @@ S cross_entropy_forward(S* probs, const S* logits, const TokenId* targets, std::
   }
   double total = 0;
   for (std::size_t t = 0; t < parts; ++t) total += partial[t];
-  return static_cast<S>(total / static_cast<double>(N));
+  return mean(total);
 }
 
-// dlogits (N,V) is added into; dloss is the upstream gradient of the mean loss — as
-// posenc::cross_entropy_backward
+// dlogits (N,V) is added into (unscored rows get nothing); dloss is the upstream gradient of the
+// mean loss — as posenc::cross_entropy_backward
 template <std::floating_point S>
 void cross_entropy_backward(S* dlogits, const S* probs, const TokenId* targets, std::size_t N,
-                            std::size_t V, S dloss = S(1)) {
-  // loss = (1/N) Σ_n −log p[n, target]  →  dz = (p − onehot(target)) · dloss / N
-  const S scale = dloss / static_cast<S>(N);
+                            std::size_t V, S dloss = S(1), const std::uint8_t* mask = nullptr) {
+  // loss = (1/M) Σ_scored −log p[n, target]  →  dz = (p − onehot(target)) · dloss / M
+  const std::size_t scored = scored_rows(mask, N);
+  if (scored == 0) return;
+  const S scale = dloss / static_cast<S>(scored);
   parallel_for_chunks(N, [&](std::size_t r0, std::size_t r1) {
     for (std::size_t n = r0; n < r1; ++n) {
+      if (mask != nullptr && mask[n] == 0) continue;
       const S* p = probs + n * V;
       S* dz = dlogits + n * V;
       for (std::size_t v = 0; v < V; ++v) dz[v] += p[v] * scale;

@@ -123,15 +123,11 @@ class CharTransformer {
 
   // The mean cross-entropy of predicting targets (B,T) from inputs (B,T); backward() then gives
   // its gradient (recomputing the activations of every chunk but the last, which it keeps).
-  S loss(const Tokens& inputs, const Tokens& targets) {
-    begin_batch(inputs, &targets);
-    double total = 0;  // summed over targets
-    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
-      chunk_forward(b0);
-      total += chunk_loss(b0);
-    }
-    ws_.has_loss = true;
-    return static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
+  S loss(const Tokens& inputs, const Tokens& targets) { return scored_loss(inputs, targets, nullptr); }
+  // ... over the targets `mask` (B,T) scores only, as PyTorch's ignore_index leaves the others out
+  // (a task's prompt and padding); a mask that scores none is an error.
+  S loss(const Tokens& inputs, const Tokens& targets, const TargetMask& mask) {
+    return scored_loss(inputs, targets, &mask);
   }
 
   // Adds d(loss)/d(parameter) into the gradients, for the batch of the last loss().
@@ -241,15 +237,12 @@ class CharTransformer {
   // loss() then backward() in one pass: each chunk's forward is followed by its backward, so
   // nothing is computed twice. Adds into the gradients; returns the mean loss.
   S loss_and_backward(const Tokens& inputs, const Tokens& targets) {
-    begin_batch(inputs, &targets);
-    double total = 0;
-    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
-      chunk_forward(b0);
-      total += chunk_loss(b0);
-      chunk_backward(b0);
-    }
-    ws_.has_loss = true;
-    return static_cast<S>(total / static_cast<double>(ws_.B * ws_.T));
+    return scored_loss_and_backward(inputs, targets, nullptr);
+  }
+  // ... over the targets `mask` scores; the gradient added is gradient_scale × the mean's, as
+  // PyTorch's (gradient_scale * loss).backward() (a data-parallel shard's share of its batch).
+  S loss_and_backward(const Tokens& inputs, const Tokens& targets, const TargetMask& mask, S gradient_scale = S(1)) {
+    return scored_loss_and_backward(inputs, targets, &mask, gradient_scale);
   }
 
   std::size_t parameter_count() const { return table_->total_size(); }
@@ -279,6 +272,10 @@ class CharTransformer {
     std::size_t saved_chunk = npos;                // first sequence of the chunk whose activations are saved
     bool has_loss = false;
     std::vector<TokenId> inputs, targets;          // (B,T)
+    bool masked = false;                           // whether `mask` chooses the scored targets
+    std::vector<std::uint8_t> mask;                // (B,T) when masked
+    std::size_t scored = 0;                        // targets the loss averages over
+    S gradient_scale = S(1);                       // of the loss whose gradient backward adds
     std::vector<S> logits;                         // (B,T,V)
     // one chunk (n ≤ chunk sequences, N = n·T positions):
     std::vector<S> residual;                       // (Layers+1, N,D): x[0] embeddings, x[l+1] block l
@@ -290,6 +287,36 @@ class CharTransformer {
     BlockScratch<S> scratch;
   };
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  S scored_loss(const Tokens& inputs, const Tokens& targets, const TargetMask* mask) {
+    begin_batch(inputs, &targets, mask);
+    double total = 0;  // summed over the scored targets
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
+      chunk_forward(b0);
+      total += chunk_loss(b0);
+    }
+    ws_.has_loss = true;
+    return static_cast<S>(total / static_cast<double>(ws_.scored));
+  }
+
+  S scored_loss_and_backward(const Tokens& inputs, const Tokens& targets, const TargetMask* mask,
+                             S gradient_scale = S(1)) {
+    begin_batch(inputs, &targets, mask);
+    ws_.gradient_scale = gradient_scale;
+    double total = 0;
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
+      chunk_forward(b0);
+      total += chunk_loss(b0);
+      chunk_backward(b0);
+    }
+    ws_.has_loss = true;
+    return static_cast<S>(total / static_cast<double>(ws_.scored));
+  }
+
+  // The first of a chunk's targets' mask entries, or nullptr when every target is scored.
+  const std::uint8_t* chunk_mask(std::size_t b0) const {
+    return ws_.masked ? ws_.mask.data() + b0 * ws_.T : nullptr;
+  }
   static constexpr std::uint64_t embedding_site = 0;  // block l's masks are at site 1 + l
 
   static ModelConfig checked(const ModelConfig& c) {
@@ -345,7 +372,7 @@ class CharTransformer {
   std::size_t chunk_size(std::size_t b0) const { return std::min(ws_.chunk, ws_.B - b0); }
 
   // Checks and keeps a batch, and sizes the workspace for its chunks (growing only).
-  void begin_batch(const Tokens& inputs, const Tokens* targets = nullptr) {
+  void begin_batch(const Tokens& inputs, const Tokens* targets = nullptr, const TargetMask* mask = nullptr) {
     check_tokens(inputs, "inputs");
     adapt_num_threads();  // an adaptive count changes between this model's passes, not inside one
     if (targets != nullptr) {
@@ -353,6 +380,17 @@ class CharTransformer {
         fail("CharTransformer::loss: targets shape (", targets->shape()[0], ",", targets->shape()[1],
              ") does not match inputs shape (", inputs.shape()[0], ",", inputs.shape()[1], ")");
       check_tokens(*targets, "targets");
+    }
+    ws_.gradient_scale = S(1);
+    ws_.masked = mask != nullptr;
+    ws_.scored = inputs.size();
+    if (mask != nullptr) {
+      if (mask->shape() != inputs.shape())
+        fail("CharTransformer::loss: target mask shape (", mask->shape()[0], ",", mask->shape()[1],
+             ") does not match inputs shape (", inputs.shape()[0], ",", inputs.shape()[1], ")");
+      ws_.mask.assign(mask->begin(), mask->end());
+      ws_.scored = scored_rows(ws_.mask.data(), ws_.mask.size());
+      if (ws_.scored == 0) fail("CharTransformer::loss: the target mask scores no target of the batch");
     }
     const std::size_t B = inputs.shape()[0], T = inputs.shape()[1];
     const std::size_t V = vocab_size();
@@ -400,13 +438,15 @@ class CharTransformer {
     ws_.saved_chunk = b0;
   }
 
-  // The chunk's summed cross-entropy (double); leaves its softmax in ws_.probs for backward.
+  // The chunk's summed cross-entropy over its scored targets (double); leaves its softmax in
+  // ws_.probs for backward.
   double chunk_loss(std::size_t b0) {
     POSENC_PROFILE_SCOPE("forward: cross-entropy");
     const std::size_t N = chunk_size(b0) * ws_.T, V = vocab_size();
     const S mean = fast::cross_entropy_forward(ws_.probs.data(), ws_.logits.data() + b0 * ws_.T * V,
-                                               ws_.targets.data() + b0 * ws_.T, N, V);
-    return static_cast<double>(mean) * static_cast<double>(N);
+                                               ws_.targets.data() + b0 * ws_.T, N, V, static_cast<S*>(nullptr),
+                                               chunk_mask(b0));
+    return static_cast<double>(mean) * static_cast<double>(scored_rows(chunk_mask(b0), N));
   }
 
   // Adds the chunk's share of d(batch loss)/d(parameter) into the gradients; needs the chunk's
@@ -421,11 +461,12 @@ class CharTransformer {
       std::fill(ws_.dlnf.begin(), ws_.dlnf.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
       std::fill(ws_.dx.begin(), ws_.dx.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0));
     });
-    // loss = (1/(B·T)) Σ over the batch: this chunk's N terms carry weight N/(B·T) of its mean
+    // loss = (1/M) Σ over the batch's M scored targets: the chunk's m carry weight m/M of its mean
     profiled("backward: cross-entropy", [&] {
-      const S share = static_cast<S>(static_cast<double>(N) / static_cast<double>(ws_.B * T));
+      const std::uint8_t* mask = chunk_mask(b0);
+      const S share = static_cast<S>(static_cast<double>(scored_rows(mask, N)) / static_cast<double>(ws_.scored));
       fast::cross_entropy_backward(ws_.dlogits.data(), ws_.probs.data(), ws_.targets.data() + b0 * T,
-                                   N, V, share);
+                                   N, V, share * ws_.gradient_scale, mask);
     });
     // logits = lm_head(lnf)
     profiled("backward: linear lm_head", [&] { fast::linear_backward(ws_.dlnf.data(), g[lm_head_w_], g[lm_head_b_],

@@ -26,6 +26,7 @@
 #include "posenc/train/init_from.hpp"
 #include "posenc/train/position_probes.hpp"
 #include "posenc/train/stop_check.hpp"
+#include "posenc/train/task_evaluation.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
@@ -39,7 +40,7 @@ class AnyModel {
   virtual std::size_t max_context() const = 0;
   // Whether max_context() is the rows of a position table (Learned), not a chosen limit.
   virtual bool context_bounded_by_position_table() const = 0;
-  virtual std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
+  virtual std::vector<EvalRecord> train(const TrainingData& data, const TrainConfig& config, const RunDirectory& run,
                                         bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) = 0;
   virtual LossResult evaluate_loss(const std::vector<TokenId>& tokens, std::size_t context, std::size_t batch,
                                    const StopCheck& should_stop = {}) = 0;
@@ -56,6 +57,10 @@ class AnyModel {
                                          const StopCheck& should_stop = {}) = 0;
   virtual CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
                                const StopCheck& should_stop = {}) = 0;
+  // evaluate_task: exact-match accuracy and answer loss at each length.
+  virtual std::vector<TaskScore> evaluate_task(const Task& task, const CharTokenizer& tokenizer,
+                                               const TaskLengths& lengths, std::size_t examples, std::uint64_t seed,
+                                               const StopCheck& should_stop = {}) = 0;
   // Whether the policy turns q and k (RoPE's kin), and the base and stretch it turns them with.
   virtual bool rotary() const = 0;
   virtual const RopeScaling& rope_scaling() const = 0;
@@ -80,10 +85,15 @@ class ModelOf final : public AnyModel {
                        const StopCheck& should_stop = {}) override {
     return posenc::copy_probe(model_, tokens, distance, segments, 8, should_stop);
   }
+  std::vector<TaskScore> evaluate_task(const Task& task, const CharTokenizer& tokenizer, const TaskLengths& lengths,
+                                       std::size_t examples, std::uint64_t seed,
+                                       const StopCheck& should_stop = {}) override {
+    return posenc::evaluate_task(model_, task, tokenizer, lengths, examples, seed, 32, should_stop);
+  }
   bool rotary() const override { return Model::rotary; }
   const RopeScaling& rope_scaling() const override { return model_.config().rope; }
   void set_rope_scaling(const RopeScaling& scaling) override { model_.set_rope_scaling(scaling); }
-  std::vector<EvalRecord> train(const CharDataset& data, const TrainConfig& config, const RunDirectory& run,
+  std::vector<EvalRecord> train(const TrainingData& data, const TrainConfig& config, const RunDirectory& run,
                                 bool resume, const TrainingCallbacks& callbacks, ProcessGroup* group) override {
     return run_training(model_, data, config, run, resume, callbacks, group);
   }

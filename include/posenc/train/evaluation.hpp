@@ -113,22 +113,35 @@ LossResult evaluate_loss_sliding(Model& model, const std::vector<TokenId>& token
   return LossResult{total / static_cast<double>(predictable), predictable};
 }
 
-// The mean loss over `iterations` random batches of `batch` windows (nanoGPT's estimate_loss);
-// the sampler is seeded by `seed`, so the estimate is repeatable. With a process group, every
-// process draws the same batches and scores its shard of each (batch_shard); all get the total.
+namespace detail {
+
+// The share of a batch's mean loss that its rows [first, last) hold: their scored targets over the
+// batch's (rows over rows, when every target is scored).
+inline double shard_share(const Batch& batch, std::size_t first, std::size_t last) {
+  const std::size_t all = batch.scored(0, batch.rows());
+  if (all == 0) fail("the target mask scores no target of the batch");
+  return static_cast<double>(batch.scored(first, last)) / static_cast<double>(all);
+}
+
+// The model's mean loss over the batch's scored targets.
+template <class Model>
+double batch_loss(Model& model, const Batch& batch) {
+  return static_cast<double>(batch.mask ? model.loss(batch.inputs, batch.targets, *batch.mask)
+                                        : model.loss(batch.inputs, batch.targets));
+}
+
+}  // namespace detail
+
+// The mean loss over `iterations` batches of a stream (nanoGPT's estimate_loss: a mean of batch
+// means). With a process group, every process draws the same batches and scores its shard of each
+// (batch_shard), weighted by its share of the batch's scored targets; all get the total.
 // should_stop is asked before every batch; with a process group every process passes one (or
 // none) and the group stops when any of them asks.
 template <class Model>
-double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t batch,
-                     std::size_t context, std::size_t iterations, std::uint64_t seed,
-                     std::string_view split_name = "split", ProcessGroup* group = nullptr,
+double estimate_loss(Model& model, BatchStream& batches, std::size_t iterations, ProcessGroup* group = nullptr,
                      const StopCheck& should_stop = {}) {
   if (iterations == 0) fail("estimate_loss: iterations must be positive");
-  BatchSampler sampler(tokens, batch, context, seed, split_name);
-  const auto [first, last] = group != nullptr ? batch_shard(batch, group->rank(), group->size())
-                                              : std::pair<std::size_t, std::size_t>{0, batch};
-  const double weight = static_cast<double>(last - first) / static_cast<double>(batch);
-  Tokens x, y, shard_x, shard_y;
+  Batch batch, shard;
   double total = 0;
   for (std::size_t i = 0; i < iterations; ++i) {
     if (group == nullptr) {
@@ -136,17 +149,31 @@ double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size
     } else if (should_stop && group->any(should_stop())) {
       throw EvaluationStopped();
     }
-    sampler.sample(x, y);
+    batches.sample(batch);
     if (group == nullptr) {
-      total += static_cast<double>(model.loss(x, y));
-    } else if (last > first) {
-      copy_rows(shard_x, x, first, last);
-      copy_rows(shard_y, y, first, last);
-      total += static_cast<double>(model.loss(shard_x, shard_y)) * weight;
+      total += detail::batch_loss(model, batch);
+      continue;
+    }
+    const auto [first, last] = batch_shard(batch.rows(), group->rank(), group->size());
+    const double share = detail::shard_share(batch, first, last);
+    if (share > 0) {
+      copy_rows(shard, batch, first, last);
+      total += detail::batch_loss(model, shard) * share;
     }
   }
   if (group != nullptr) group->sum(&total, 1);
   return total / static_cast<double>(iterations);
+}
+
+// The mean loss over `iterations` random batches of `batch` windows of the split (a BatchSampler
+// seeded by `seed`, so the estimate is repeatable).
+template <class Model>
+double estimate_loss(Model& model, const std::vector<TokenId>& tokens, std::size_t batch,
+                     std::size_t context, std::size_t iterations, std::uint64_t seed,
+                     std::string_view split_name = "split", ProcessGroup* group = nullptr,
+                     const StopCheck& should_stop = {}) {
+  BatchSampler sampler(tokens, batch, context, seed, split_name);
+  return estimate_loss(model, sampler, iterations, group, should_stop);
 }
 
 }  // namespace posenc

@@ -50,12 +50,4 @@ inline std::pair<std::size_t, std::size_t> batch_shard(std::size_t batch, int ra
   return {batch * r / n, batch * (r + 1) / n};
 }
 
-// out ← rows [first, last) of tokens (B,T)
-inline void copy_rows(Tokens& out, const Tokens& tokens, std::size_t first, std::size_t last) {
-  const std::size_t T = tokens.shape()[1];
-  if (out.shape() != Tokens::shape_type{last - first, T}) out.resize({last - first, T});
-  std::copy(tokens.begin() + static_cast<std::ptrdiff_t>(first * T),
-            tokens.begin() + static_cast<std::ptrdiff_t>(last * T), out.begin());
-}
-
 }  // namespace posenc

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/data/tasks.hpp"
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/kernels/precision.hpp"
 #include "posenc/model/aliases.hpp"
@@ -55,8 +57,9 @@ struct RunConfig {
   Precision precision = Precision::fp32;  // ModelConfig::precision
   RopeScaling rope = {};                  // ModelConfig::rope
   InitFrom init_from = {};                // initialize_from_checkpoint's source, for fine-tuning
-  std::string data;                       // the corpus's path
+  std::string data;                       // the corpus's path (a task's: passkey's text, or none)
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
+  std::optional<TaskSpec> task;           // none: the corpus's windows; a task: its examples
 
   ModelShape shape() const { return {posenc, layers, dim, heads}; }
   // The model it trains; the seed is the run's, as the batch sampler's is.
@@ -119,11 +122,13 @@ inline nlohmann::json to_json(const RunConfig& c) {
   if (!c.init_from.checkpoint.empty())
     j["init_from"] = {{"checkpoint", c.init_from.checkpoint}, {"step", c.init_from.step},
                       {"context", c.init_from.context}};
+  if (c.task) j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
   return j;
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, dropout, rope, init_from, and TrainConfig's, see train_config_from_json)
+// precision, data_digest, init, tie_weights, dropout, rope, init_from, task, and TrainConfig's, see
+// train_config_from_json)
 // takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
 inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view where) {
@@ -147,6 +152,9 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
       c.init_from = {from.at("checkpoint").get<std::string>(), from.at("step").get<std::int64_t>(),
                      from.at("context").get<std::size_t>()};
     }
+    if (j.contains("task"))
+      c.task = TaskSpec{parse_task_kind(j.at("task").at("name").get<std::string>()),
+                        parse_task_lengths(j.at("task").at("lengths").get<std::string>())};
     if (c.data_digest.empty() && c.data.starts_with("fnv1a64:")) c.data_digest = std::exchange(c.data, "");
     return c;
   } catch (const nlohmann::json::exception& e) {

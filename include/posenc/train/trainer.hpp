@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -49,18 +50,20 @@ class Trainer {
   // every process draws the same global batches, computes the gradient of its shard of each
   // (batch_shard), and the gradients are summed over the group before the optimizer step, which
   // every process then takes identically — the losses equal one process's to float rounding.
-  Trainer(Model& model, const CharDataset& data, const TrainConfig& config, ProcessGroup* group = nullptr)
+  // The data is a corpus (CharDataset) or a task (TaskData): the loss averages over the targets
+  // each batch scores.
+  Trainer(Model& model, const TrainingData& data, const TrainConfig& config, ProcessGroup* group = nullptr)
       : model_(model),
         data_(data),
         config_(checked(config, model, group)),
         optimizer_(model, config.adamw(), config.weight_decay_scope),
-        sampler_(data.train(), config.batch, config.context, config.seed, "training split"),
+        sampler_(data.batches(Split::train, config.batch, config.context, config.seed)),
         group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
 
   std::int64_t step() const { return optimizer_.steps(); }
   const TrainConfig& config() const { return config_; }
   AdamW<S>& optimizer() { return optimizer_; }
-  BatchSampler& sampler() { return sampler_; }
+  BatchStream& sampler() { return *sampler_; }
 
   // Time already spent before this process (when resuming), so reports continue from it.
   void set_previous_time(double elapsed_seconds, double train_seconds) {
@@ -85,12 +88,12 @@ class Trainer {
     const std::uint64_t mix = 0x9E3779B97F4A7C15ULL;
     EvalRecord r;
     r.step = step();
-    r.train_loss = estimate_loss(model_, data_.train(), config_.batch, config_.context,
-                                 config_.eval_iters, config_.seed ^ (mix * (2 * s + 1)), "training split", group_,
-                                 should_stop);
-    r.val_loss = estimate_loss(model_, data_.val(), config_.batch, config_.context,
-                               config_.eval_iters, config_.seed ^ (mix * (2 * s + 2)), "validation split", group_,
-                               should_stop);
+    const auto estimate = [&](Split split, std::uint64_t seed) {
+      const auto batches = data_.batches(split, config_.batch, config_.context, seed);
+      return estimate_loss(model_, *batches, config_.eval_iters, group_, should_stop);
+    };
+    r.train_loss = estimate(Split::train, config_.seed ^ (mix * (2 * s + 1)));
+    r.val_loss = estimate(Split::validation, config_.seed ^ (mix * (2 * s + 2)));
     r.elapsed_seconds = elapsed_seconds();
     r.tokens_per_second = tokens_per_second();
     return r;
@@ -144,28 +147,33 @@ class Trainer {
 
   // The gradient of the step's batches (this process's shard of each), scaled by `weight`: the
   // shard's share of a batch over the number of batches, so that the sums over batches and
-  // processes are the mean over every window. Returns this process's share of the mean loss.
+  // processes are the mean of the batches' means. Returns this process's share of the mean loss.
+  // A batch that scores only some targets (a task's) weighs its shard by the shard's share of them.
   double accumulate_gradient() {
     std::size_t first = 0, last = config_.batch;
     if (group_ != nullptr) std::tie(first, last) = batch_shard(config_.batch, group_->rank(), group_->size());
-    const double weight = static_cast<double>(last - first) / static_cast<double>(config_.batch) /
-                          static_cast<double>(config_.grad_accum);
+    const double rows_share = static_cast<double>(last - first) / static_cast<double>(config_.batch);
+    const double weight = rows_share / static_cast<double>(config_.grad_accum);
     model_.zero_grad();
     double loss = 0;
     // the dropout masks of the run's seed and this step, whatever model (and initialisation seed)
     // resumed it
     const std::uint64_t pass = DropoutMask::mix(config_.seed + DropoutMask::mix(static_cast<std::uint64_t>(step())));
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
-      sampler_.sample(x_, y_);
+      sampler_->sample(batch_);
       // the masks of the step's whole batch: micro-batch k holds its sequences k·batch…, a shard first…
       model_.set_dropout_pass(pass, k * config_.batch + first);
-      if (group_ == nullptr) {
-        loss += static_cast<double>(model_.loss_and_backward(x_, y_));
-      } else {
-        copy_rows(shard_x_, x_, first, last);
-        copy_rows(shard_y_, y_, first, last);
-        loss += static_cast<double>(model_.loss_and_backward(shard_x_, shard_y_));
+      if (group_ != nullptr) copy_rows(shard_, batch_, first, last);
+      const Batch& mine = group_ != nullptr ? shard_ : batch_;
+      if (!batch_.mask) {
+        loss += static_cast<double>(model_.loss_and_backward(mine.inputs, mine.targets));
+        continue;
       }
+      // its share of the batch's scored targets, not of its rows: the weight below is the rows'
+      const double scale = detail::shard_share(batch_, first, last) / rows_share;
+      if (scale > 0)
+        loss += static_cast<double>(model_.loss_and_backward(mine.inputs, mine.targets, *mine.mask,
+                                                             static_cast<S>(scale))) * scale;
     }
     model_.clear_dropout_pass();  // evaluations that follow see the whole model
     if (weight != 1) {
@@ -209,12 +217,12 @@ class Trainer {
   }
 
   Model& model_;
-  const CharDataset& data_;
+  const TrainingData& data_;
   TrainConfig config_;
   AdamW<S> optimizer_;
-  BatchSampler sampler_;
+  std::unique_ptr<BatchStream> sampler_;
   ProcessGroup* group_;  // nullptr: this process alone
-  Tokens x_, y_, shard_x_, shard_y_;
+  Batch batch_, shard_;
   Clock::time_point start_ = Clock::now();
   double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
   std::int64_t last_evaluated_ = -1;

@@ -152,7 +152,7 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
 // the run's files and sends a restored state to the others; every process calls on_eval (the
 // estimates are the group's) and, but rank 0, returns only the evaluations it took part in.
 template <class Model>
-std::vector<EvalRecord> run_training(Model& model, const CharDataset& data, const TrainConfig& config,
+std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, const TrainConfig& config,
                                      const RunDirectory& run, bool resume,
                                      const TrainingCallbacks& callbacks = {}, ProcessGroup* group = nullptr) {
   const bool shared = group != nullptr && group->size() > 1;

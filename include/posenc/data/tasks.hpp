@@ -1,0 +1,393 @@
+// Task, TaskData: tasks that need context (copy, reverse, associative recall, passkey, addition) as seeded batches.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/data/batches.hpp"
+#include "posenc/data/tokenizer.hpp"
+#include "posenc/random.hpp"
+#include "posenc/tensor.hpp"
+
+namespace posenc {
+
+enum class TaskKind { copy, reverse, associative_recall, passkey, addition };
+
+struct TaskInfo {
+  TaskKind kind;
+  std::string_view name;
+  std::string_view summary;
+  std::string_view length;  // what an example's length counts
+};
+
+// Every task once, in TaskKind's order (checked below): names, help texts and parsing come from here.
+inline constexpr std::array task_infos{
+    TaskInfo{TaskKind::copy, "copy", "a random string of a-z, '|', the string again", "characters of the string"},
+    TaskInfo{TaskKind::reverse, "reverse", "a random string of a-z, '|', the string reversed",
+             "characters of the string"},
+    TaskInfo{TaskKind::associative_recall, "associative-recall",
+             "key-value pairs (two letters, a digit), '|', then up to 4 of the keys, each answered by its value "
+             "(multi-query, as Zoology's MQAR)",
+             "key-value pairs"},
+    TaskInfo{TaskKind::passkey, "passkey",
+             "a 5-digit pass key hidden at a random depth of corpus text, then the question; answer the key "
+             "(LongLoRA's and llama.cpp's passkey test)",
+             "characters of corpus text around the key"},
+    TaskInfo{TaskKind::addition, "addition",
+             "two n-digit numbers with their digits reversed, 'a+b=', then their n+1-digit sum reversed",
+             "digits of each number"},
+};
+static_assert(task_infos.size() == static_cast<std::size_t>(TaskKind::addition) + 1,
+              "task_infos: every TaskKind needs its row");
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < task_infos.size(); ++i)
+        if (static_cast<std::size_t>(task_infos[i].kind) != i) return false;
+      return true;
+    }(),
+    "task_infos: rows in TaskKind's order");
+
+inline const TaskInfo& task_info(TaskKind kind) { return task_infos[static_cast<std::size_t>(kind)]; }
+inline std::string_view task_name(TaskKind kind) { return task_info(kind).name; }
+
+inline std::vector<std::string> task_names() {
+  std::vector<std::string> names;
+  for (const TaskInfo& info : task_infos) names.emplace_back(info.name);
+  return names;
+}
+
+inline TaskKind parse_task_kind(std::string_view name) {
+  std::string known;
+  for (const TaskInfo& info : task_infos) {
+    if (info.name == name) return info.kind;
+    known += (known.empty() ? "" : ", ") + std::string(info.name);
+  }
+  fail("unknown task '", name, "'; expected one of ", known);
+}
+
+// The lengths an example may have, both included; each task says what its length counts.
+struct TaskLengths {
+  std::size_t min = 1, max = 16;
+  bool operator==(const TaskLengths&) const = default;
+  bool contains(std::size_t n) const { return n >= min && n <= max; }
+};
+
+inline std::string to_string(const TaskLengths& lengths) {
+  return std::to_string(lengths.min) + "-" + std::to_string(lengths.max);
+}
+
+// "A-B" (A ≤ B) or "N" (A = B = N), whole numbers from 1.
+inline TaskLengths parse_task_lengths(std::string_view text) {
+  const auto number = [&](std::string_view part) {
+    std::size_t value = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || error != std::errc() || end != part.data() + part.size() || value == 0)
+      fail("task lengths '", text, "': expected A-B or N with whole numbers from 1, e.g. 1-16");
+    return value;
+  };
+  const std::size_t dash = text.find('-');
+  const TaskLengths lengths = dash == std::string_view::npos
+                                  ? TaskLengths{number(text), number(text)}
+                                  : TaskLengths{number(text.substr(0, dash)), number(text.substr(dash + 1))};
+  if (lengths.min > lengths.max) fail("task lengths '", text, "': the first length exceeds the last");
+  return lengths;
+}
+
+// A task and the lengths of its examples: what a run trains on, or an evaluation asks.
+struct TaskSpec {
+  TaskKind kind = TaskKind::copy;
+  TaskLengths lengths;
+  bool operator==(const TaskSpec&) const = default;
+};
+
+inline std::string to_string(const TaskSpec& spec) {
+  return std::string(task_name(spec.kind)) + " " + to_string(spec.lengths);
+}
+
+// One example: its characters, which of them are the answer (the loss and the accuracy score
+// only those, each predicted from the characters before it), and its length.
+struct TaskExample {
+  std::string text;
+  std::vector<std::uint8_t> answer;  // (text.size())
+  std::size_t length = 0;
+};
+
+// A task's examples, drawn from a generator, so a seed gives the same stream on every platform.
+class Task {
+ public:
+  static constexpr std::string_view letters = "abcdefghijklmnopqrstuvwxyz";
+  static constexpr std::string_view digits = "0123456789";
+  static constexpr std::size_t recall_queries = 4;  // associative recall asks up to this many keys
+  static constexpr std::size_t passkey_digits = 5;
+  static constexpr std::string_view passkey_needle_start = "\nThe pass key is ";
+  static constexpr std::string_view passkey_needle_end = ". Remember it.\n";
+  static constexpr std::string_view passkey_question = "\nWhat is the pass key? The pass key is ";
+
+  // passkey hides its key in `corpus`, cut 90/10 as CharDataset cuts it (training examples from
+  // the first part, validation ones from the rest); the other tasks take no corpus.
+  explicit Task(TaskKind kind, std::string_view corpus = {}) : kind_(kind), tokenizer_(symbols(kind, corpus)) {
+    if (kind == TaskKind::passkey) {
+      if (corpus.empty()) fail("task passkey: needs a corpus to hide the key in (--data)");
+      const std::size_t cut = static_cast<std::size_t>(static_cast<double>(corpus.size()) * 0.9);
+      train_text_ = corpus.substr(0, cut);
+      val_text_ = corpus.substr(cut);
+    } else if (!corpus.empty()) {
+      fail("task ", task_name(kind), ": takes no corpus (only passkey hides its key in text)");
+    }
+  }
+
+  TaskKind kind() const { return kind_; }
+  std::string_view name() const { return task_name(kind_); }
+  // Every symbol an example may hold, sorted (passkey: the corpus's and the digits).
+  const CharTokenizer& tokenizer() const { return tokenizer_; }
+
+  // The longest length the task has examples of (associative recall: distinct keys; passkey: the
+  // shorter part of the corpus).
+  std::size_t longest_length() const {
+    switch (kind_) {
+      case TaskKind::associative_recall: return letters.size() * letters.size();
+      case TaskKind::passkey: return std::min(train_text_.size(), val_text_.size());
+      default: return std::size_t{1} << 20;
+    }
+  }
+
+  // The characters of an example of length n.
+  std::size_t sequence_length(std::size_t n) const { return sequence_length(kind_, n); }
+  static std::size_t sequence_length(TaskKind kind, std::size_t n) {
+    switch (kind) {
+      case TaskKind::copy:
+      case TaskKind::reverse: return 2 * n + 1;
+      case TaskKind::associative_recall: return 3 * n + 1 + 3 * std::min(n, recall_queries);
+      case TaskKind::passkey:
+        return n + passkey_needle_start.size() + passkey_digits + passkey_needle_end.size() +
+               passkey_question.size() + passkey_digits;
+      case TaskKind::addition: return 2 * n + 2 + (n + 1);
+    }
+    return 0;
+  }
+
+  // Throws posenc::Error unless every length of the range has examples.
+  void check(const TaskLengths& lengths) const {
+    if (lengths.min == 0 || lengths.min > lengths.max)
+      fail("task ", name(), ": lengths ", to_string(lengths), " are not a range of whole numbers from 1");
+    if (lengths.max > longest_length())
+      fail("task ", name(), ": length ", lengths.max, " exceeds the longest it has (", longest_length(), " ",
+           task_info(kind_).length, kind_ == TaskKind::passkey ? ", the corpus's validation part" : "", ")");
+  }
+
+  // Throws posenc::Error naming a symbol of the task's that `vocabulary` (a model's) lacks.
+  void check_vocabulary(const CharTokenizer& vocabulary) const {
+    for (const char c : tokenizer_.symbols())
+      if (!vocabulary.contains(c))
+        fail("task ", name(), ": the vocabulary lacks the symbol '", std::string(1, c), "' (byte ",
+             static_cast<int>(static_cast<unsigned char>(c)), ") the task uses");
+  }
+
+  // An example of length n, drawn from rng; passkey takes its text from `split`'s part of the corpus.
+  TaskExample example(std::size_t n, Split split, Rng& rng) const {
+    check({n, n});
+    TaskExample e;
+    e.length = n;
+    e.text.reserve(sequence_length(n));
+    const auto prompt = [&](std::string_view text) { e.text += text; };
+    const auto answer = [&](std::string_view text) {
+      e.answer.resize(e.text.size(), 0);
+      e.text += text;
+      e.answer.resize(e.text.size(), 1);
+    };
+    const auto draw = [&](std::string_view from) { return from[rng.uniform_index(from.size())]; };
+    switch (kind_) {
+      case TaskKind::copy:
+      case TaskKind::reverse: {
+        std::string s(n, ' ');
+        for (char& c : s) c = draw(letters);
+        prompt(s);
+        prompt("|");
+        if (kind_ == TaskKind::reverse) std::reverse(s.begin(), s.end());
+        answer(s);
+        break;
+      }
+      case TaskKind::associative_recall: {
+        // n distinct keys (a partial Fisher-Yates shuffle of the 676), each with a random digit
+        std::vector<std::size_t> keys(longest_length());
+        for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = k;
+        for (std::size_t k = 0; k < n; ++k) std::swap(keys[k], keys[k + rng.uniform_index(keys.size() - k)]);
+        keys.resize(n);
+        std::vector<char> values(n);
+        const auto key = [&](std::size_t k) { return std::string{letters[keys[k] / 26], letters[keys[k] % 26]}; };
+        for (std::size_t k = 0; k < n; ++k) {
+          values[k] = draw(digits);
+          prompt(key(k));
+          prompt(std::string_view(&values[k], 1));
+        }
+        prompt("|");
+        // distinct queried keys, in random order
+        std::vector<std::size_t> order(n);
+        for (std::size_t k = 0; k < n; ++k) order[k] = k;
+        const std::size_t queries = std::min(n, recall_queries);
+        for (std::size_t q = 0; q < queries; ++q) {
+          std::swap(order[q], order[q + rng.uniform_index(n - q)]);
+          prompt(key(order[q]));
+          answer(std::string_view(&values[order[q]], 1));
+        }
+        break;
+      }
+      case TaskKind::passkey: {
+        const std::string_view text = split == Split::train ? train_text_ : val_text_;
+        const std::size_t start = rng.uniform_index(text.size() - n + 1);
+        const std::size_t depth = rng.uniform_index(n + 1);
+        std::string key(passkey_digits, '0');
+        for (char& c : key) c = draw(digits);
+        prompt(text.substr(start, depth));
+        prompt(passkey_needle_start);
+        prompt(key);
+        prompt(passkey_needle_end);
+        prompt(text.substr(start + depth, n - depth));
+        prompt(passkey_question);
+        answer(key);
+        break;
+      }
+      case TaskKind::addition: {
+        // digits least significant first; a number of more than one digit has no leading zero
+        std::string a(n, '0'), b(n, '0'), sum(n + 1, '0');
+        for (std::size_t i = 0; i < n; ++i) {
+          a[i] = i + 1 == n && n > 1 ? draw(digits.substr(1)) : draw(digits);
+          b[i] = i + 1 == n && n > 1 ? draw(digits.substr(1)) : draw(digits);
+        }
+        int carry = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const int d = (a[i] - '0') + (b[i] - '0') + carry;
+          sum[i] = static_cast<char>('0' + d % 10);
+          carry = d / 10;
+        }
+        sum[n] = static_cast<char>('0' + carry);
+        prompt(a);
+        prompt("+");
+        prompt(b);
+        prompt("=");
+        answer(sum);
+        break;
+      }
+    }
+    e.answer.resize(e.text.size(), 0);
+    return e;
+  }
+
+ private:
+  static std::string symbols(TaskKind kind, std::string_view corpus) {
+    std::string s;
+    switch (kind) {
+      case TaskKind::copy:
+      case TaskKind::reverse: s = std::string(letters) + "|"; break;
+      case TaskKind::associative_recall: s = std::string(letters) + std::string(digits) + "|"; break;
+      case TaskKind::passkey:
+        s = std::string(corpus) + std::string(digits) + std::string(passkey_needle_start) +
+            std::string(passkey_needle_end) + std::string(passkey_question);
+        break;
+      case TaskKind::addition: s = std::string(digits) + "+="; break;
+    }
+    return CharTokenizer::from_corpus(s).symbols();
+  }
+
+  TaskKind kind_;
+  CharTokenizer tokenizer_;
+  std::string train_text_, val_text_;
+};
+
+// The inputs of the spec's longest example: the context a model needs to train on it.
+inline std::size_t task_context(const TaskSpec& spec) { return Task::sequence_length(spec.kind, spec.lengths.max) - 1; }
+
+// Examples in a batch: sequences padded to the longest, inputs (B,T) and targets (B,T) — T one less
+// than the longest's characters — and a mask that scores the answers' characters only.
+inline void fill_task_batch(Batch& batch, const std::vector<TaskExample>& examples, const CharTokenizer& tokenizer) {
+  std::size_t longest = 0;
+  for (const TaskExample& e : examples) longest = std::max(longest, e.text.size());
+  const std::size_t B = examples.size(), T = longest - 1;
+  batch.inputs.resize({B, T});
+  batch.targets.resize({B, T});
+  TargetMask& mask = batch.mask.emplace();
+  mask.resize({B, T});
+  batch.inputs.fill(0);  // padding after a shorter example: causal attention never reads it back
+  batch.targets.fill(0);
+  mask.fill(0);
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::vector<TokenId> ids = tokenizer.encode(examples[b].text);
+    for (std::size_t t = 0; t + 1 < ids.size(); ++t) {
+      batch.inputs(b, t) = ids[t];
+      batch.targets(b, t) = ids[t + 1];
+      mask(b, t) = examples[b].answer[t + 1];
+    }
+  }
+}
+
+// A task's batches: each example's length uniform over the range, its content from the stream's
+// generator.
+class TaskStream final : public BatchStream {
+ public:
+  TaskStream(const Task& task, const CharTokenizer& tokenizer, TaskLengths lengths, Split split, std::size_t batch,
+             std::uint64_t seed)
+      : task_(&task), tokenizer_(&tokenizer), lengths_(lengths), split_(split), batch_(batch), rng_(seed) {
+    if (batch == 0) fail("TaskStream: batch size must be positive");
+    task.check(lengths);
+  }
+  void sample(Batch& batch) override {
+    examples_.clear();
+    for (std::size_t b = 0; b < batch_; ++b)
+      examples_.push_back(
+          task_->example(lengths_.min + rng_.uniform_index(lengths_.max - lengths_.min + 1), split_, rng_));
+    fill_task_batch(batch, examples_, *tokenizer_);
+  }
+  Rng& rng() override { return rng_; }
+
+ private:
+  const Task* task_;
+  const CharTokenizer* tokenizer_;
+  TaskLengths lengths_;
+  Split split_;
+  std::size_t batch_;
+  Rng rng_;
+  std::vector<TaskExample> examples_;
+};
+
+// A task as training data: examples of the training lengths, encoded with the task's symbols or a
+// given vocabulary that holds them (a checkpoint's).
+class TaskData final : public TrainingData {
+ public:
+  TaskData(Task task, TaskLengths lengths) : TaskData(std::move(task), lengths, std::nullopt) {}
+  TaskData(Task task, TaskLengths lengths, std::optional<CharTokenizer> vocabulary)
+      : task_(std::move(task)), lengths_(lengths), tokenizer_(vocabulary ? *vocabulary : task_.tokenizer()) {
+    task_.check(lengths);
+    task_.check_vocabulary(tokenizer_);
+  }
+
+  const Task& task() const { return task_; }
+  const TaskLengths& lengths() const { return lengths_; }
+  const CharTokenizer& tokenizer() const override { return tokenizer_; }
+  // The inputs of the longest example: the context a model needs to train on the range.
+  std::size_t context() const { return task_context({task_.kind(), lengths_}); }
+
+  std::unique_ptr<BatchStream> batches(Split split, std::size_t batch, std::size_t context,
+                                       std::uint64_t seed) const override {
+    if (context < this->context())
+      fail("task ", task_.name(), " at lengths ", to_string(lengths_), ": its longest example has ", this->context(),
+           " inputs, more than the context ", context);
+    return std::make_unique<TaskStream>(task_, tokenizer_, lengths_, split, batch, seed);
+  }
+
+ private:
+  Task task_;
+  TaskLengths lengths_;
+  CharTokenizer tokenizer_;
+};
+
+}  // namespace posenc

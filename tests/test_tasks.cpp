@@ -1,0 +1,337 @@
+// Tests of the synthetic tasks: examples, target masks, batches, the masked loss, training and exact-match accuracy.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "thread_counts.hpp"
+
+using namespace posenc;
+
+namespace {
+
+// Text to hide a pass key in: every symbol a task's question uses, repeated.
+std::string filler() {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "What is the pass key? Remember it, the rose. " + std::to_string(i % 3) + "\n";
+  return text;
+}
+
+Task make_task(TaskKind kind) { return kind == TaskKind::passkey ? Task(kind, filler()) : Task(kind); }
+
+// The answer characters of an example, in order.
+std::string answer_of(const TaskExample& e) {
+  std::string out;
+  for (std::size_t i = 0; i < e.text.size(); ++i)
+    if (e.answer[i] != 0) out += e.text[i];
+  return out;
+}
+
+// The answer an example's prompt asks for, computed from the prompt alone.
+std::string expected_answer(TaskKind kind, const TaskExample& e) {
+  const std::string& s = e.text;
+  switch (kind) {
+    case TaskKind::copy: return s.substr(0, s.find('|'));
+    case TaskKind::reverse: {
+      std::string r = s.substr(0, s.find('|'));
+      std::reverse(r.begin(), r.end());
+      return r;
+    }
+    case TaskKind::associative_recall: {
+      std::map<std::string, char> value;
+      const std::size_t bar = s.find('|');
+      for (std::size_t i = 0; i < bar; i += 3) value[s.substr(i, 2)] = s[i + 2];
+      std::string out;
+      for (std::size_t i = bar + 1; i < s.size(); i += 3) out += value.at(s.substr(i, 2));
+      return out;
+    }
+    case TaskKind::passkey: {
+      const std::size_t at = s.find(Task::passkey_needle_start) + Task::passkey_needle_start.size();
+      return s.substr(at, Task::passkey_digits);
+    }
+    case TaskKind::addition: {
+      // digits least significant first: read back to front
+      const std::size_t plus = s.find('+'), equals = s.find('=');
+      std::string a = s.substr(0, plus), b = s.substr(plus + 1, equals - plus - 1);
+      std::reverse(a.begin(), a.end());
+      std::reverse(b.begin(), b.end());
+      std::string sum = std::to_string(std::stoull(a) + std::stoull(b));
+      while (sum.size() < e.length + 1) sum.insert(sum.begin(), '0');
+      std::reverse(sum.begin(), sum.end());
+      return sum;
+    }
+  }
+  return {};
+}
+
+// A stand-in model whose logits put the copy task's answer first: each answer character is the
+// input `separator position` back (text = s|s). With `wrong_at`, it misses that answer character.
+struct CopyOracle {
+  CopyOracle(std::size_t vocab_size, TokenId separator_id) : vocab(vocab_size), separator(separator_id) {}
+  std::size_t vocab = 0, wrong_at = SIZE_MAX, max_positions = 1000;
+  TokenId separator = 0;
+  Tensor<float, 3> logits;
+  std::size_t vocab_size() const { return vocab; }
+  std::size_t max_context() const { return max_positions; }
+  const Tensor<float, 3>& forward(const Tokens& x) {
+    const std::size_t B = x.shape()[0], T = x.shape()[1];
+    logits = xt::zeros<float>({B, T, vocab});
+    for (std::size_t b = 0; b < B; ++b) {
+      std::size_t n = 0;
+      while (x(b, n) != separator) ++n;
+      for (std::size_t t = n; t < T; ++t) {
+        auto next = static_cast<std::size_t>(x(b, t - n));
+        if (t - n == wrong_at) next = (next + 1) % vocab;
+        logits(b, t, next) = 5;
+      }
+    }
+    return logits;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("each task's example, by hand: prompt, answer and mask") {
+  Rng rng(7);
+  const Task copy(TaskKind::copy);
+  const TaskExample c = copy.example(4, Split::train, rng);
+  REQUIRE(c.text.size() == 9);
+  CHECK(c.text.substr(4) == "|" + c.text.substr(0, 4));
+  CHECK(c.answer == std::vector<std::uint8_t>{0, 0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(c.length == 4);
+
+  const Task reverse(TaskKind::reverse);
+  const TaskExample r = reverse.example(3, Split::train, rng);
+  CHECK(r.text == r.text.substr(0, 3) + "|" + std::string{r.text[2], r.text[1], r.text[0]});
+
+  // two pairs, then both keys asked in some order, each answered by its value
+  const Task recall(TaskKind::associative_recall);
+  const TaskExample a = recall.example(2, Split::train, rng);
+  REQUIRE(a.text.size() == 13);
+  CHECK(a.text[6] == '|');
+  CHECK(a.answer == std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1});
+  CHECK(std::set<std::string>{a.text.substr(0, 2), a.text.substr(3, 2)} ==
+        std::set<std::string>{a.text.substr(7, 2), a.text.substr(10, 2)});
+  CHECK(answer_of(a) == expected_answer(TaskKind::associative_recall, a));
+
+  const Task add(TaskKind::addition);
+  const TaskExample s = add.example(3, Split::train, rng);
+  REQUIRE(s.text.size() == 12);
+  CHECK(s.text[3] == '+');
+  CHECK(s.text[7] == '=');
+  CHECK(answer_of(s) == s.text.substr(8));
+  CHECK(answer_of(s) == expected_answer(TaskKind::addition, s));
+
+  const Task passkey(TaskKind::passkey, filler());
+  const TaskExample p = passkey.example(40, Split::validation, rng);
+  CHECK(p.text.size() == passkey.sequence_length(40));
+  CHECK(p.text.ends_with(std::string(Task::passkey_question) + answer_of(p)));
+  CHECK(answer_of(p).size() == 5);
+  CHECK(p.text.find(std::string(Task::passkey_needle_start) + answer_of(p) + std::string(Task::passkey_needle_end)) !=
+        std::string::npos);
+}
+
+TEST_CASE("a hand-computed reversed addition: 57 + 68 = 125 is 75+86=521") {
+  // find a seed's example of two digits, then check its sum digit by digit as written on paper
+  Rng rng(3);
+  const Task add(TaskKind::addition);
+  for (int k = 0; k < 20; ++k) {
+    const TaskExample e = add.example(2, Split::train, rng);
+    const int a = (e.text[0] - '0') + 10 * (e.text[1] - '0'), b = (e.text[3] - '0') + 10 * (e.text[4] - '0');
+    const int sum = (e.text[6] - '0') + 10 * (e.text[7] - '0') + 100 * (e.text[8] - '0');
+    CHECK(a + b == sum);
+    CHECK(e.text[1] != '0');  // two-digit numbers have no leading zero
+  }
+  CHECK(expected_answer(TaskKind::addition, TaskExample{"75+86=521", {0, 0, 0, 0, 0, 0, 1, 1, 1}, 2}) == "521");
+}
+
+TEST_CASE("every task's answers are what its prompts ask, at every length, and examples are deterministic by seed") {
+  for (const TaskInfo& info : task_infos) {
+    CAPTURE(info.name);
+    const Task task = make_task(info.kind);
+    Rng rng(11), same(11), other(12);
+    bool any_differs = false;
+    for (std::size_t n = 1; n <= 12; ++n) {
+      for (int k = 0; k < 5; ++k) {
+        const TaskExample e = task.example(n, Split::train, rng);
+        CAPTURE(n, e.text);
+        CHECK(e.text.size() == task.sequence_length(n));
+        CHECK(e.answer.size() == e.text.size());
+        CHECK(e.answer.front() == 0);  // the first character is never predicted
+        CHECK(answer_of(e) == expected_answer(info.kind, e));
+        for (const char ch : e.text) CHECK(task.tokenizer().contains(ch));
+        CHECK(task.example(n, Split::train, same).text == e.text);
+        any_differs = any_differs || task.example(n, Split::train, other).text != e.text;
+      }
+    }
+    CHECK(any_differs);
+  }
+}
+
+TEST_CASE("a task's batches: padded examples, the mask on the answers only, the same batches for the same seed") {
+  const TaskData data(Task(TaskKind::copy), {1, 6});
+  CHECK(data.context() == 12);
+  const auto stream = data.batches(Split::train, 16, data.context(), 5);
+  const auto again = data.batches(Split::train, 16, data.context(), 5);
+  Batch batch, same;
+  std::set<std::size_t> lengths;
+  for (int k = 0; k < 10; ++k) {
+    stream->sample(batch);
+    again->sample(same);
+    CHECK((batch.inputs == same.inputs));
+    CHECK((batch.targets == same.targets));
+    REQUIRE(batch.mask.has_value());
+    CHECK((*batch.mask == *same.mask));
+    for (std::size_t b = 0; b < 16; ++b) {
+      std::vector<TokenId> ids(batch.inputs.shape()[1]);
+      for (std::size_t t = 0; t < ids.size(); ++t) ids[t] = batch.inputs(b, t);
+      const std::string row = data.tokenizer().decode(ids);
+      const std::size_t n = row.find('|');
+      lengths.insert(n);
+      for (std::size_t t = 0; t < batch.inputs.shape()[1]; ++t) {
+        CAPTURE(row, t);
+        // targets t = n … 2n − 1 are the copy; the prompt and the padding after it are not scored
+        CHECK((*batch.mask)(b, t) == (t >= n && t < 2 * n ? 1 : 0));
+        if (t + 1 < 2 * n) CHECK(batch.targets(b, t) == batch.inputs(b, t + 1));
+      }
+    }
+  }
+  CHECK(lengths == std::set<std::size_t>{1, 2, 3, 4, 5, 6});
+  const auto other = data.batches(Split::train, 16, data.context(), 6);
+  other->sample(same);
+  CHECK(!(same.inputs == batch.inputs));
+}
+
+TEST_CASE("the masked loss is the mean over the answers' targets: the prompt's targets change neither it nor its "
+          "gradient") {
+  using Model = CharTransformer<RoPE, 1, 8, 2, double>;
+  const TaskData data(Task(TaskKind::reverse), {2, 5});
+  const auto stream = data.batches(Split::train, 4, data.context(), 1);
+  Batch batch;
+  stream->sample(batch);
+  Model model(data.vocab_size(), data.context());
+  const double loss = model.loss(batch.inputs, batch.targets, *batch.mask);
+  const auto logits = model.forward(batch.inputs);
+  double expected = 0;
+  std::size_t scored = 0;
+  for (std::size_t b = 0; b < 4; ++b)
+    for (std::size_t t = 0; t < batch.inputs.shape()[1]; ++t) {
+      if ((*batch.mask)(b, t) == 0) continue;
+      double z = 0;
+      for (std::size_t v = 0; v < data.vocab_size(); ++v) z += std::exp(logits(b, t, v));
+      expected += std::log(z) - logits(b, t, static_cast<std::size_t>(batch.targets(b, t)));
+      ++scored;
+    }
+  CHECK(loss == Approx(expected / static_cast<double>(scored)).epsilon(1e-12));
+
+  model.zero_grad();
+  model.loss_and_backward(batch.inputs, batch.targets, *batch.mask);
+  const std::vector<double> gradient(model.gradients().data(), model.gradients().data() + model.gradients().size());
+  Tokens scrambled = batch.targets;
+  for (std::size_t b = 0; b < 4; ++b)
+    for (std::size_t t = 0; t < scrambled.shape()[1]; ++t)
+      if ((*batch.mask)(b, t) == 0) scrambled(b, t) = static_cast<TokenId>((t * 7 + b) % data.vocab_size());
+  CHECK(model.loss(batch.inputs, scrambled, *batch.mask) == loss);
+  model.zero_grad();
+  model.loss_and_backward(batch.inputs, scrambled, *batch.mask, 2.5);
+  for (std::size_t i = 0; i < gradient.size(); ++i) CHECK(model.gradients().data()[i] == Approx(2.5 * gradient[i]));
+
+  TargetMask none = *batch.mask;
+  none.fill(0);
+  CHECK_THROWS_WITH(model.loss(batch.inputs, batch.targets, none), Catch::Contains("scores no target"));
+  TargetMask every = *batch.mask;
+  every.fill(1);
+  CHECK(model.loss(batch.inputs, batch.targets, every) == model.loss(batch.inputs, batch.targets));
+}
+
+TEST_CASE("accuracy: a model that copies perfectly scores 1 at every length, and one wrong character fails it") {
+  const Task task(TaskKind::copy);
+  CopyOracle oracle(task.tokenizer().vocab_size(), task.tokenizer().encode("|")[0]);
+  const std::vector<TaskScore> perfect = evaluate_task(oracle, task, task.tokenizer(), {1, 40}, 16, 3, 7);
+  REQUIRE(perfect.size() == 40);
+  for (const TaskScore& s : perfect) {
+    CAPTURE(s.length);
+    CHECK(s.evaluated);
+    CHECK(s.examples == 16);
+    CHECK(s.accuracy == 1);
+    CHECK(s.char_accuracy == 1);
+    // the answer's logit 5 against 26 others of 0
+    CHECK(s.answer_loss == Approx(std::log(1 + 26 * std::exp(-5.0))));
+    CHECK(s.sequence == 2 * s.length + 1);
+  }
+  // wrong at the answer's third character: lengths from 3 fail every example, shorter ones never reach it
+  oracle.wrong_at = 2;
+  const std::vector<TaskScore> flawed = evaluate_task(oracle, task, task.tokenizer(), {1, 8}, 16, 3, 7);
+  for (const TaskScore& s : flawed) {
+    CAPTURE(s.length);
+    CHECK(s.accuracy == (s.length >= 3 ? 0.0 : 1.0));
+    if (s.length >= 3) CHECK(s.char_accuracy == Approx(1 - 1.0 / static_cast<double>(s.length)));
+  }
+  // lengths past what the model accepts are reported, not evaluated
+  oracle.max_positions = 20;
+  const std::vector<TaskScore> bounded = evaluate_task(oracle, task, task.tokenizer(), {9, 11}, 4, 3);
+  CHECK(bounded[0].evaluated);
+  CHECK(bounded[1].evaluated);  // 2·10 + 1 characters: 20 inputs
+  CHECK_FALSE(bounded[2].evaluated);
+  // each length's examples are the same whatever range is asked
+  const auto one = evaluate_task(oracle, task, task.tokenizer(), {5, 5}, 4, 9);
+  const auto range = evaluate_task(oracle, task, task.tokenizer(), {3, 6}, 4, 9);
+  CHECK(one[0].answer_loss == range[2].answer_loss);
+}
+
+TEST_CASE("bad task settings are errors that say what is wrong") {
+  CHECK_THROWS_WITH(parse_task_kind("sorting"), Catch::Contains("unknown task 'sorting'") &&
+                                                    Catch::Contains("copy, reverse, associative-recall, passkey"));
+  CHECK(parse_task_kind("associative-recall") == TaskKind::associative_recall);
+  CHECK(parse_task_lengths("3-17") == TaskLengths{3, 17});
+  CHECK(parse_task_lengths("8") == TaskLengths{8, 8});
+  for (const char* bad : {"0-4", "5-2", "a-3", "1-", "-4", "", "1-2-3", "1.5"})
+    CHECK_THROWS_WITH(parse_task_lengths(bad), Catch::Contains("task lengths"));
+  CHECK_THROWS_WITH(Task(TaskKind::passkey), Catch::Contains("needs a corpus"));
+  CHECK_THROWS_WITH(Task(TaskKind::copy, "some text"), Catch::Contains("takes no corpus"));
+  CHECK_THROWS_WITH(Task(TaskKind::associative_recall).check({1, 677}),
+                    Catch::Contains("length 677 exceeds the longest it has (676 key-value pairs)"));
+  CHECK_THROWS_WITH(Task(TaskKind::passkey, filler()).check({1, 100000}), Catch::Contains("exceeds the longest"));
+  CHECK_THROWS_WITH(TaskData(Task(TaskKind::copy), {1, 8}).batches(Split::train, 4, 10, 1),
+                    Catch::Contains("longest example has 16 inputs, more than the context 10"));
+  CHECK_THROWS_WITH(TaskData(Task(TaskKind::copy), {1, 8}, CharTokenizer("abc|")),
+                    Catch::Contains("lacks the symbol 'd'"));
+}
+
+TEST_CASE("training on a task: loss on the answers falls, and the run is the same at 1 and 2 threads") {
+  posenc_test::ThreadCounts restore;
+  using Model = CharTransformer<RoPE, 1, 16, 2>;
+  const TaskData data(Task(TaskKind::copy), {1, 3});
+  TrainConfig config;
+  config.steps = 60;
+  config.batch = 16;
+  config.context = data.context();
+  config.lr = 1e-2;
+  config.eval_every = 30;
+  config.eval_iters = 4;
+  std::vector<std::vector<EvalRecord>> runs;
+  for (const std::size_t threads : {1, 2}) {
+    set_num_threads(threads);
+    Model model(data.vocab_size(), data.context(), 1);
+    Trainer<Model> trainer(model, data, config);
+    std::vector<EvalRecord> records;
+    trainer.run([](const StepReport&) {}, [&](const EvalRecord& r) { records.push_back(r); });
+    runs.push_back(records);
+  }
+  REQUIRE(runs[0].size() == 3);
+  // a uniform guess over 27 symbols costs ln 27 = 3.30 per answer character
+  CHECK(runs[0][0].val_loss > 3.0);
+  CHECK(runs[0][2].val_loss < 0.8 * runs[0][0].val_loss);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(runs[0][i].train_loss == runs[1][i].train_loss);
+    CHECK(runs[0][i].val_loss == runs[1][i].val_loss);
+  }
+}
