@@ -86,7 +86,7 @@ struct Trace {
 };
 
 template <class Model>
-Trace train(const CharDataset& data, const TrainConfig& config, ProcessGroup* group) {
+Trace train(const TrainingData& data, const TrainConfig& config, ProcessGroup* group) {
   Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
   Trainer<Model> trainer(model, data, config, group);
   Trace trace;
@@ -149,6 +149,26 @@ TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one p
       CHECK(traces[0].evals[i].train_loss == Approx(alone.evals[i].train_loss).epsilon(tolerance));
       CHECK(traces[0].evals[i].val_loss == Approx(alone.evals[i].val_loss).epsilon(tolerance));
     }
+  }
+}
+
+TEST_CASE("data-parallel training on a task weighs each shard by its share of the answers: one process's run") {
+  // copy examples of 1 to 6 letters: the shards of a batch hold different numbers of scored targets
+  using Model = CharTransformer<RoPE, 1, 16, 2, double>;
+  set_num_threads(1);
+  const TaskData data(Task(TaskKind::copy), {1, 6});
+  TrainConfig config{.steps = 5, .batch = 6, .context = data.context(), .lr = 3e-3, .eval_every = 5,
+                     .eval_iters = 2, .seed = 3};
+  config.grad_accum = 2;
+  const Trace alone = train<Model>(data, config, nullptr);
+  for (int ranks : {2, 4}) {
+    std::vector<Trace> traces(static_cast<std::size_t>(ranks));
+    run_group(ranks,
+              [&](ProcessGroup& g) { traces[static_cast<std::size_t>(g.rank())] = train<Model>(data, config, &g); });
+    INFO(ranks << " processes");
+    CHECK(max_relative_difference(traces[0].losses, alone.losses) < 1e-10);
+    CHECK(max_relative_difference(traces[0].parameters, alone.parameters) < 1e-10);
+    CHECK(traces[0].evals.back().val_loss == Approx(alone.evals.back().val_loss).epsilon(1e-10));
   }
 }
 
