@@ -449,6 +449,48 @@ expect_error "--init-from with another policy" "--posenc alibi differs from the 
   "$bin" train --init-from full/model.safetensors --posenc alibi --data corpus.txt --out tuned-bad
 expect_error "--init-from with an initialisation" "--init: --init-from starts every tensor from the checkpoint" \
   "$bin" train --init-from full/model.safetensors --init pytorch --data corpus.txt --out tuned-bad
+
+# --- synthetic tasks --------------------------------------------------------------------------
+# a task makes its own examples: no --data, and the context is the longest example's inputs
+if "$bin" train "${small[@]}" --batch 8 --task copy --task-lengths 1-4 --steps 20 --out task > task.log 2>&1 &&
+   grep -q "on task copy 1-4" task.log && grep -q "context 8," task.log &&
+   python3 -c 'import json,sys; c=json.load(open("task/config.json")); sys.exit(0 if c["task"]=={"name":"copy","lengths":"1-4"} and c["data"]=="" and c["context"]==8 else 1)' &&
+   "$bin" train --resume --steps 30 --out task > task-resume.log 2>&1 && grep -q "on task copy 1-4" task-resume.log; then
+  pass "train --task trains on a task's examples, records it in config.json and resumes it"
+else
+  failed "train --task: $(tail -3 task.log; tail -3 task-resume.log)"
+fi
+# a rotary model takes any length asked; learned's table (8 rows here) ends at length 4 (2n inputs)
+"$bin" train --posenc learned --layers 2 --dim 64 --heads 4 --batch 8 --task copy --task-lengths 1-4 --steps 2 --out task-learned \
+  > /dev/null 2>&1
+if "$bin" eval --checkpoint task/model.safetensors --task copy --task-lengths 1-70 --task-examples 5 --json \
+     > task-eval.json 2> task-eval.err &&
+   python3 -c 'import json,sys; s=json.load(open("task-eval.json"))["scores"]; sys.exit(0 if len(s)==70 and s[0]["length"]==1 and s[0]["examples"]==5 and all(0<=r["accuracy"]<=1 for r in s) else 1)' &&
+   "$bin" eval --checkpoint task-learned/model.safetensors --task copy --task-lengths 3-6 --json > task-learned.json &&
+   python3 -c 'import json,sys; s=json.load(open("task-learned.json"))["scores"]; sys.exit(0 if "accuracy" in s[1] and "note" in s[2] and "accuracy" not in s[3] else 1)' &&
+   "$bin" eval --checkpoint task/model.safetensors --task copy --task-lengths 2-3 > task-eval.txt 2>&1 &&
+   grep -qE '^ +3 +7 +[0-9.]+ +[0-9.]+ +[0-9.]+$' task-eval.txt; then
+  pass "eval --task prints and writes exact-match accuracy by length; lengths past a learned table are noted, not scored"
+else
+  failed "eval --task: $(head -c 600 task-eval.json; cat task-eval.err task-learned.json task-eval.txt)"
+fi
+expect_error "unknown task" "--task: sorting not in {copy,reverse,associative-recall,passkey,addition}" \
+  "$bin" train "${small[@]}" --task sorting --out bad-task
+expect_error "bad task lengths" "task lengths '5-2': the first length exceeds the last" \
+  "$bin" train "${small[@]}" --task copy --task-lengths 5-2 --out bad-task
+expect_error "task lengths without a task" "--task-lengths requires --task" \
+  "$bin" train "${small[@]}" --task-lengths 1-4 --out bad-task
+expect_error "a context too short for the task" "--context 6: task copy 1-4 has examples of up to 8 inputs" \
+  "$bin" train "${small[@]}" --task copy --task-lengths 1-4 --context 6 --out bad-task
+expect_error "too many key-value pairs" "length 700 exceeds the longest it has (676 key-value pairs)" \
+  "$bin" train "${small[@]}" --task associative-recall --task-lengths 1-700 --out bad-task
+expect_error "passkey without its text" "cannot open data file 'nowhere.txt'" \
+  "$bin" train "${small[@]}" --task passkey --task-lengths 1-20 --data nowhere.txt --out bad-task
+expect_error "a task the checkpoint's vocabulary cannot write" "task addition: the vocabulary lacks the symbol '+'" \
+  "$bin" eval --checkpoint task/model.safetensors --task addition --task-lengths 1-3
+expect_error "--resume with --task" "--task cannot be given with it" \
+  "$bin" train --resume --task reverse --out task
+
 if ls full/*.tmp.* > /dev/null 2>&1; then failed "temporary files left behind"; else pass "no temporary files left behind"; fi
 
 finish

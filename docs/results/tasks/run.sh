@@ -22,6 +22,17 @@ tasks=("$@")
 trained() { case "$1" in copy|reverse) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-256 ;; esac; }
 tested() { case "$1" in copy|reverse) echo 1-128 ;; associative-recall|addition) echo 1-64 ;; passkey) echo 1-2048 ;; esac; }
 
+# 200,000 random letters a-z from a 64-bit LCG (Knuth's MMIX constants), the same bytes with any
+# Python: the copy probe's text for the copy models.
+probe_text=runs/tasks/random-letters.txt
+[ -f "$probe_text" ] || python3 - > "$probe_text" <<'PY'
+x, out = 1, []
+for _ in range(200000):
+    x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+    out.append("abcdefghijklmnopqrstuvwxyz"[(x >> 33) % 26])
+print("".join(out), end="")
+PY
+
 for seed in $seeds; do
   for task in "${tasks[@]}"; do
     for posenc in $policies; do
@@ -57,6 +68,29 @@ PY
       mv "$record.tmp2" "$record"
       rm -f "$record.tmp"
       echo "done $name"
+    done
+    # The positive control: the copy probe of the longer-contexts study, unchanged, on the copy
+    # models, with segments of random letters (probe_text below) in place of Shakespeare.
+    [ "$task" = copy ] || continue
+    for posenc in $policies; do
+      name="$task-$posenc-seed$seed"
+      record="$records/$name.json"
+      [ -f "$record" ] && [ -f "runs/tasks/$name/model.safetensors" ] || continue
+      grep -q '"copy_probe"' "$record" && continue
+      $B/shakespeare eval --checkpoint "runs/tasks/$name/model.safetensors" --data "$probe_text" \
+        --copy-probe 2,4,8,12,16,20,24,32,48,64,96,128 --copy-segments 64 --json --threads 1 > "$record.probe"
+      python3 - "$record" "$record.probe" "$probe_text" > "$record.tmp2" <<'PY'
+import hashlib, json, sys
+record = json.load(open(sys.argv[1]))
+probe = json.load(open(sys.argv[2]))
+record["copy_probe"] = {"text": "random letters a-z (docs/results/tasks/run.sh)",
+                        "sha256": hashlib.sha256(open(sys.argv[3], "rb").read()).hexdigest(),
+                        "rows": probe["copy_probe"]}
+print(json.dumps(record, indent=1))
+PY
+      mv "$record.tmp2" "$record"
+      rm -f "$record.probe"
+      echo "probed $name"
     done
   done
 done
