@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "posenc/data/tokenizer.hpp"
+#include "posenc/kernels/cross_entropy.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
 
@@ -31,10 +32,7 @@ struct Batch {
   // How many of rows [first, last)'s targets the loss scores.
   std::size_t scored(std::size_t first, std::size_t last) const {
     const std::size_t T = inputs.shape()[1];
-    if (!mask) return (last - first) * T;
-    return static_cast<std::size_t>(std::count_if(mask->begin() + static_cast<std::ptrdiff_t>(first * T),
-                                                  mask->begin() + static_cast<std::ptrdiff_t>(last * T),
-                                                  [](std::uint8_t m) { return m != 0; }));
+    return scored_rows(mask ? mask->data() + first * T : nullptr, (last - first) * T);
   }
 };
 
