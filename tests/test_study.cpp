@@ -523,9 +523,76 @@ TEST_CASE("the summary compares each fine-tuned model with its base run's, paire
   CHECK_FALSE(is_record_of(records[2], d, {"rope", 1337, 2000, {}, FineTune{512, 200}}));
 }
 
+TEST_CASE("a task summary: accuracy by band of lengths per seed, band means and paired tests by hand, Holm per band") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi", "nope"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.run.task = TaskSpec{TaskKind::copy, {1, 2}};
+  d.task_lengths = {1, 2, 3, 4, 6};  // bands: ≤ 2 (trained), 3–4, 5–8
+  d.task_examples = 10;
+  // accuracy[variant][seed] at lengths 1, 2, 3, 4, 6
+  const std::vector<std::vector<std::vector<double>>> accuracy = {
+      {{1, 1, 0.5, 0.3, 0.1}, {1, 0.9, 0.6, 0.2, 0}, {1, 1, 0.4, 0.2, 0.2}},  // rope
+      {{1, 1, 0.8, 0.8, 0.6}, {1, 1, 0.9, 0.7, 0.5}, {1, 1, 1.0, 0.9, 0.4}},  // alibi
+      {{1, 1, 0, 0, 0}, {1, 1, 0, 0, 0}, {1, 1, 0, 0, 0}}};                // nope
+  std::vector<RunRecord> records;
+  for (std::size_t s = 0; s < d.seeds.size(); ++s)
+    for (std::size_t v = 0; v < d.variants.size(); ++v) {
+      RunRecord r = record(d.variants[v], d.seeds[s], d.steps, 0.1, 0.1, d);
+      for (std::size_t i = 0; i < d.task_lengths.size(); ++i)
+        r.task.push_back({{"length", d.task_lengths[i]}, {"examples", 10}, {"seed", d.task_seed},
+                          {"accuracy", accuracy[v][s][i]}});
+      if (v == 2 && s == 2) r.task[4]["examples"] = 20;  // made with another design: left out
+      records.push_back(r);
+    }
+  const StudySummary summary = summarize_study(d, records);
+  REQUIRE(summary.task);
+  const TaskSummary& t = *summary.task;
+  REQUIRE(t.bands.size() == 3);
+  CHECK(t.bands[0].label() == "≤ 2 (trained)");
+  CHECK(t.bands[2].label() == "5–8");
+  CHECK(t.bands[2].lengths == std::vector<std::size_t>{6});
+  REQUIRE(t.band_cells.size() == 9);
+  const TaskBandCell& rope_mid = t.band_cells[1];
+  REQUIRE(rope_mid.accuracy.size() == 3);
+  CHECK(rope_mid.accuracy[0] == Approx(0.4));
+  CHECK(rope_mid.accuracy[1] == Approx(0.4));
+  CHECK(rope_mid.accuracy[2] == Approx(0.3));
+  CHECK(*rope_mid.mean == Approx(1.1 / 3));
+  const TaskBandCell& nope_far = t.band_cells[8];
+  CHECK(nope_far.seeds == std::vector<std::uint64_t>{1, 2});  // seed 3's entry is another design's
+  const TaskLengthCell& nope_6 = t.lengths[2 * 5 + 4];
+  CHECK(nope_6.length == 6);
+  CHECK(nope_6.accuracy.size() == 2);
+  // rope − alibi in the band 3–4, by seed: 0.4 − 0.8, 0.4 − 0.8, 0.3 − 0.95: mean −1.45/3, variance 1/48
+  const TaskPairComparison& rope_alibi = t.pairs[3 * 1 + 0];
+  CHECK(rope_alibi.a == "rope");
+  CHECK(rope_alibi.b == "alibi");
+  CHECK(*rope_alibi.mean_difference == Approx(-1.45 / 3));
+  REQUIRE(rope_alibi.paired);
+  CHECK(rope_alibi.paired->t == Approx(-1.45 / 3 / std::sqrt(1.0 / 48 / 3)));
+  CHECK(rope_alibi.paired->df == 2);
+  // the trained band: nope − alibi is 0 in every seed (no test); Holm runs over that band's other tests
+  const TaskPairComparison& alibi_nope = t.pairs[2];
+  CHECK(alibi_nope.a == "alibi");
+  CHECK(alibi_nope.note == "the same difference in every seed: no t-test");
+  CHECK_FALSE(alibi_nope.p_holm);
+  const std::vector<std::optional<double>> band_p = {t.pairs[3].paired->p, t.pairs[4].paired->p,
+                                                     t.pairs[5].paired ? std::optional(t.pairs[5].paired->p)
+                                                                       : std::nullopt};
+  const auto adjusted = stats::holm(band_p);
+  for (std::size_t k = 0; k < 3; ++k) CHECK(t.pairs[3 + k].p_holm == adjusted[k]);
+  const std::string md = summary_markdown(summary);
+  CHECK(md.find("| rope | 0.983 ± 0.029 [0.91, 1.00] | 0.367 ± 0.058 [0.22, 0.51] |") != std::string::npos);
+  CHECK(md.find("not shown beside a task's") != std::string::npos);
+  CHECK(summary_json(summary)["task"]["band_cells"].size() == 9);
+}
+
 TEST_CASE("Holm's adjustment by hand") {
   // p = (0.01, 0.04, 0.03) over 3 tests: sorted 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 → max(0.06, 0.04) = 0.06.
-  const auto adjusted = detail::holm({0.01, 0.04, 0.03, std::nullopt});
+  const auto adjusted = stats::holm({0.01, 0.04, 0.03, std::nullopt});
   CHECK(*adjusted[0] == Approx(0.03));
   CHECK(*adjusted[2] == Approx(0.06));
   CHECK(*adjusted[1] == Approx(0.06));

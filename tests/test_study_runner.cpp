@@ -436,6 +436,123 @@ TEST_CASE("validate_design names the first problem of a design") {
           d.fine_tune_steps = 4;
           d.run.train.schedule.warmup_steps = 5;
         }) == "--warmup-steps 5 exceeds the run's 4 steps");
+  // a task study: the evaluations of text and the designs its summary does not compare are refused
+  const auto on_task = [](StudyDesign& d) {
+    d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
+    d.extrapolate.clear();
+  };
+  CHECK(problem(on_task).empty());
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.extrapolate = {16}; }) ==
+        "--extrapolate with --task: a task study tests its models at --task-test-lengths");
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.copy_probe = {8}; }).find("--copy-probe with --task") == 0);
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.fine_tune_context = 16; }).find("--fine-tune with --task") == 0);
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.grid = {parse_grid_axis("lr=0.001,0.002")}; })
+            .find("--grid with --task") == 0);
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.task_examples = 0; }) == "--task-examples must be at least 1");
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.extrapolate_rope = {parse_rope_scaling_spec("yarn:2")}; })
+            .empty());  // the scalings apply to the task's lengths
+  CHECK(problem([](StudyDesign& d) { d.task_lengths = {4}; }) ==
+        "--task-test-lengths: the lengths a task's models are tested at; give --task too");
+}
+
+TEST_CASE("a task study tests each base run at every tested length and scaling, completes a record part-way, and "
+          "summarizes the accuracy") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-task");
+  StudyDesign d = tiny_design();
+  d.variants = {"rope", "learned"};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate.clear();
+  d.run.data.clear();
+  d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
+  d.run.train.context = task_context(*d.run.task);  // 6 inputs: learned's table ends at length 3
+  d.task_examples = 4;
+  d.extrapolate_rope = {parse_rope_scaling_spec("yarn:2")};
+  CHECK_THROWS_WITH(StudyRunner(d, dir.path, "some text", make_test_model), Catch::Contains("takes no corpus"));
+  StudyDesign long_lengths = d;
+  long_lengths.task_lengths = {1, 700};
+  long_lengths.run.task->kind = TaskKind::associative_recall;
+  long_lengths.run.train.context = task_context(*long_lengths.run.task);
+  CHECK_THROWS_WITH(StudyRunner(long_lengths, dir.path, "", make_test_model),
+                    Catch::Contains("length 700 exceeds the longest it has"));
+
+  const StudyRunner runner(d, dir.path, "", make_test_model);
+  const std::vector<std::size_t> tested = tested_task_lengths(d);
+  REQUIRE(tested.size() == 24);  // 1 to 8 × 3
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(runner.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  std::vector<RunRecord> records = runner.records(false, failures);
+  REQUIRE(records.size() == 4);
+  const Task task(TaskKind::copy);
+  for (const RunRecord& r : records) {
+    INFO(r.variant() << " seed " << r.seed());
+    CHECK(r.final_train_loss > 0);
+    CHECK(r.final_val_loss > 0);
+    CHECK(r.final_train_loss != r.final_val_loss);  // other examples
+    const bool rotary = r.variant() == "rope";
+    CHECK(r.task.size() == (rotary ? 2 : 1) * tested.size());
+    for (std::size_t n : tested) {
+      const nlohmann::json* e = r.task_at(n);
+      REQUIRE(e != nullptr);
+      CHECK(e->at("seed").get<std::uint64_t>() == d.task_seed);
+      CHECK(e->contains("accuracy") == (rotary || n <= 3));  // past the table: a note, no accuracy
+      CHECK((r.task_at(n, parse_rope_scaling_spec("yarn:2")) != nullptr) == rotary);
+    }
+    // the recorded numbers are the checkpoint's own, each length drawn from its own stream
+    const SafetensorsFile file = read_safetensors(r.checkpoint);
+    const CheckpointInfo info = read_checkpoint_info(file);
+    const auto model = make_test_model(r.config.shape(), info.model_config(64));
+    model->load_parameters(file);
+    const TaskScore score =
+        model->evaluate_task(task, task.tokenizer(), {2, 2}, d.task_examples, d.task_seed).front();
+    CHECK(r.task_at(2)->at("accuracy").get<double>() == score.accuracy);
+    CHECK(r.task_at(2)->at("answer_loss").get<double>() == score.answer_loss);
+  }
+
+  // a record whose evaluation stopped part-way is completed to the same entries
+  const RunSpec rope1{"rope", 1, d.steps};
+  const RunRecord whole = *load_record(runner.paths().record(rope1));
+  RunRecord part = whole;
+  part.task.erase(part.task.begin() + 10, part.task.end());
+  write_record(part, runner.paths().record(rope1));
+  records = runner.records(true, failures);
+  REQUIRE(failures.list().empty());
+  const RunRecord completed = *load_record(runner.paths().record(rope1));
+  REQUIRE(completed.task.size() == whole.task.size());
+  for (std::size_t n : tested) CHECK(*completed.task_at(n) == *whole.task_at(n));
+
+  const StudySummary summary = summarize_study(d, records);
+  REQUIRE(summary.task);
+  const TaskSummary& t = *summary.task;
+  REQUIRE(t.bands.size() == 4);  // ≤ 3, 4–6, 7–12, 13–24
+  CHECK(t.bands[1].label() == "4–6");
+  CHECK(t.band_cells.size() == 3 * 4);  // rope, rope · yarn ×2, learned
+  const TaskBandCell& rope_near = t.band_cells[1];
+  REQUIRE(rope_near.accuracy.size() == 2);
+  double by_hand = 0;
+  for (std::size_t n : {4, 5, 6}) by_hand += records[0].task_at(n)->at("accuracy").get<double>();
+  CHECK(rope_near.accuracy[0] == Approx(by_hand / 3));
+  const TaskBandCell& learned_near = t.band_cells[2 * 4 + 1];
+  CHECK(learned_near.variant == "learned");
+  CHECK(learned_near.accuracy.empty());
+  CHECK(learned_near.note.find("from length 4 not applicable") == 0);
+  REQUIRE(t.pairs.size() == 4);  // one pair a band
+  CHECK(t.pairs[0].shared_seeds == 2);
+  CHECK(t.pairs[1].note == "fewer than two seeds with the band evaluated for both: no test");
+  CHECK(summary_markdown(summary).find("## Task copy: trained on lengths 1-3") != std::string::npos);
+
+  // other example counts make every entry again
+  StudyDesign more = d;
+  more.task_examples = 6;
+  const StudyRunner again(more, dir.path, "", make_test_model);
+  CHECK(again.pending().empty());
+  for (const RunRecord& r : again.records(true, failures))
+    for (const nlohmann::json& e : r.task)
+      if (e.contains("examples")) CHECK(e.at("examples").get<std::size_t>() == 6);
 }
 
 TEST_CASE("a study fine-tunes each base run from its final model at a new context, right after it, and evaluates "

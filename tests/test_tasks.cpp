@@ -306,6 +306,35 @@ TEST_CASE("bad task settings are errors that say what is wrong") {
                     Catch::Contains("lacks the symbol 'd'"));
 }
 
+TEST_CASE("tested lengths: a list of ranges read and written back, to 8 × the trained by default, grouped in bands") {
+  CHECK(parse_length_list("1-4,8,6,3,16-17") == std::vector<std::size_t>{1, 2, 3, 4, 6, 8, 16, 17});
+  CHECK(length_list_text({1, 2, 3, 4, 6, 8, 16, 17}) == "1-4,6,8,16-17");
+  CHECK(length_list_text({5}) == "5");
+  for (const char* bad : {"", "1,,2", "0-3", "4-2", "1,x"})
+    CHECK_THROWS_WITH(parse_length_list(bad), Catch::Contains("task lengths"));
+  CHECK_THROWS_WITH(parse_length_list("1-99999999"), Catch::Contains("more than 2^20 lengths"));
+  const std::vector<std::size_t> every = default_test_lengths({1, 16});
+  CHECK(every.size() == 128);
+  CHECK(every.front() == 1);
+  CHECK(every.back() == 128);
+  const std::vector<std::size_t> spaced = default_test_lengths({1, 256});  // 2048: every 16th
+  CHECK(spaced.size() == 128);
+  CHECK(spaced.front() == 16);
+  CHECK(spaced[1] == 32);
+  CHECK(spaced.back() == 2048);
+  const std::vector<LengthBand> bands = length_bands(16, every);
+  REQUIRE(bands.size() == 4);
+  CHECK(bands[0].trained);
+  CHECK(bands[0].lengths.size() == 16);
+  CHECK(bands[1].label() == "17–32");
+  CHECK(bands[3].first == 65);
+  CHECK(bands[3].last == 128);
+  CHECK(bands[3].lengths.size() == 64);
+  const std::vector<LengthBand> sparse = length_bands(4, {2, 40});  // no tested length in 5–8, 9–16, 17–32
+  REQUIRE(sparse.size() == 2);
+  CHECK(sparse[1].label() == "33–64");
+}
+
 TEST_CASE("training on a task: loss on the answers falls, and the run is the same at 1 and 2 threads") {
   posenc_test::ThreadCounts restore;
   using Model = CharTransformer<RoPE, 1, 16, 2>;

@@ -25,6 +25,9 @@ STUDY_DIR/plots/:
                   probe takes 2n positions: the lines mark n = half the trained (and fine-tuning)
                   context, past which the probe is longer than the model was trained on
   rope_scaling_copy_probe  the same for each rotary variant's models
+  task_accuracy   (a study with --task) exact-match accuracy against the tested length, mean ± sd over
+                  seeds, a line per variant, the trained lengths shaded; a panel per RoPE scaling
+                  when the study has --extrapolate-rope (the rotary variants under it)
 A study with --grid gets instead
   grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
                        seeds, each seed as a dot, the settings along x; the published means dashed
@@ -402,6 +405,40 @@ def plot_rope_scaling_copy_probe(summary, study):
     return True
 
 
+def plot_task_accuracy(summary, study):
+    task = summary.get("task")
+    if not task:
+        return False
+    cells = [c for c in task["lengths"] if c["mean"] is not None]
+    scalings = ["none"] + sorted({c["scaling"] for c in cells} - {"none"})
+    trained = [int(x) for x in task["trained_lengths"].split("-")]
+    fig, axes = panels(1, len(scalings), width=6.5, height=4.2)
+    for ax, scaling in zip(axes[0], scalings):
+        for v in summary["design"]["variants"]:
+            points = sorted((c for c in cells if c["variant"] == v and c["scaling"] == scaling),
+                            key=lambda c: c["length"])
+            if not points:
+                continue
+            style = dict(variant_style(summary, v), markersize=3)
+            x = [c["length"] for c in points]
+            mean = [c["mean"] for c in points]
+            sd = [c["sd"] or 0.0 for c in points]
+            ax.plot(x, mean, label=v, **style)
+            ax.fill_between(x, [m - s for m, s in zip(mean, sd)], [m + s for m, s in zip(mean, sd)],
+                            color=style["color"], alpha=0.12, linewidth=0)
+        ax.axvspan(trained[0] - 0.5, trained[1] + 0.5, color="gray", alpha=0.15, label="trained lengths")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("length")
+        ax.grid(alpha=0.3)
+        ax.set_title("trained angles" if scaling == "none" else scaling)
+    axes[0][0].set_ylabel("exact-match accuracy")
+    legend_beside(fig, axes)
+    fig.suptitle(f"Task {task['task']}: trained on lengths {task['trained_lengths']}, {task['examples']} examples "
+                 f"a length; mean ± sd over seeds")
+    save(fig, study, "task_accuracy")
+    return True
+
+
 def grid_variants(summary):
     """Every variant of any setting, in the order they first appear (a setting may lack some)."""
     variants = []
@@ -508,7 +545,8 @@ def main():
     for name, plot in (("extrapolation", plot_extrapolation), ("rope_scaling", plot_rope_scaling),
                        ("per_position", plot_position_curves),
                        ("rope_scaling_per_position", plot_rope_scaling_positions),
-                       ("copy_probe", plot_copy_probe), ("rope_scaling_copy_probe", plot_rope_scaling_copy_probe)):
+                       ("copy_probe", plot_copy_probe), ("rope_scaling_copy_probe", plot_rope_scaling_copy_probe),
+                       ("task_accuracy", plot_task_accuracy)):
         if plot(summary, study):
             names.append(name)
     print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")

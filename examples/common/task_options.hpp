@@ -7,6 +7,7 @@
 #include <string>
 
 #include <posenc/data/tasks.hpp>
+#include <posenc/train/run_config.hpp>
 
 namespace examples {
 
@@ -33,6 +34,19 @@ class TaskOptions {
                "The lengths of the task's examples, A-B or N (what a length counts depends on the task) [" +
                    default_lengths + "]")
             ->needs(task_);
+  }
+
+  // Sets run.task from the options `app` was given: the context, unless --context is given, the
+  // longest example's inputs; a task that reads no corpus refuses --data and leaves run.data empty.
+  void apply(posenc::RunConfig& run, const CLI::App& app) const {
+    run.task = spec();
+    if (!run.task) return;
+    if (app.count("--context") == 0) run.train.context = posenc::task_context(*run.task);
+    if (!run.reads_corpus()) {
+      if (app.count("--data") > 0)
+        posenc::fail("--data with --task ", name_, ": the task makes its own examples and reads no corpus");
+      run.data.clear();
+    }
   }
 
   // The task given, or none.

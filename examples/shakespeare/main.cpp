@@ -102,12 +102,6 @@ posenc::CharDataset load_corpus(const std::string& path, const posenc::CharToken
   return make_dataset(posenc::read_text_file(path), path, vocabulary);
 }
 
-// A task's examples to train on, in a fine-tuning source's vocabulary when there is one.
-std::unique_ptr<posenc::TrainingData> make_task_data(const posenc::TaskSpec& spec, const std::string& text,
-                                                 const std::optional<posenc::CharTokenizer>& vocabulary) {
-  return std::make_unique<posenc::TaskData>(posenc::Task(spec.kind, text), spec.lengths, vocabulary);
-}
-
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
 // (an option that names another is refused); its step and context are recorded, and the file is
 // kept for train() to start the model from.
@@ -178,8 +172,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   examples::check_model_size(config.shape());
   if (config.precision == posenc::Precision::bf16)
     if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
-  // a task but passkey makes its own examples and reads no corpus
-  const bool reads_corpus = !config.task || config.task->kind == posenc::TaskKind::passkey;
+  const bool reads_corpus = config.reads_corpus();
   const std::string text = reads_corpus ? posenc::read_text_file(config.data) : std::string();
   const std::string digest = reads_corpus ? posenc::corpus_digest(text) : std::string();
   if (options.resume && !config.data_digest.empty() && config.data_digest != digest)
@@ -203,7 +196,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     }
   }
   const std::unique_ptr<posenc::TrainingData> training_data =
-      config.task ? make_task_data(*config.task, text, source_vocabulary)
+      config.task ? posenc::make_training_data(config, text, source_vocabulary)
                   : std::make_unique<posenc::CharDataset>(
                         make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr));
   const posenc::TrainingData& data = *training_data;
@@ -396,14 +389,10 @@ void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, 
   nlohmann::json rows = nlohmann::json::array();
   for (const posenc::TaskScore& s :
        model.evaluate_task(task, checkpoint.tokenizer, spec.lengths, o.task_examples, o.task_seed)) {
-    nlohmann::json row = {{"length", s.length}, {"characters", s.sequence}};
+    const nlohmann::json row = posenc::to_json(s, model.max_context());
     if (!s.evaluated) {
-      row["note"] = "not applicable: " + std::to_string(s.sequence - 1) + " inputs; the model accepts " +
-                    std::to_string(model.max_context());
       if (!o.json) std::printf("%8zu  %10zu  %s\n", s.length, s.sequence, row["note"].get<std::string>().c_str());
     } else {
-      row.update({{"examples", s.examples}, {"exact", s.exact}, {"accuracy", s.accuracy},
-                  {"char_accuracy", s.char_accuracy}, {"answer_loss", s.answer_loss}});
       if (!o.json)
         std::printf("%8zu  %10zu  %9.3f  %15.3f  %11.4f\n", s.length, s.sequence, s.accuracy, s.char_accuracy,
                     s.answer_loss);
@@ -690,8 +679,7 @@ int main(int argc, char** argv) {
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
       run_options.apply();
-      t.run.task = train_task.spec();
-      if (t.run.task && train_cmd->count("--context") == 0) t.run.train.context = posenc::task_context(*t.run.task);
+      train_task.apply(t.run, *train_cmd);
       if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
       t.run.rope = train_rope.apply(t.run.rope);
       if (!t.run.init_from.checkpoint.empty())

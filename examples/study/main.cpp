@@ -5,6 +5,7 @@
 //   study --grid-point init=pytorch --grid-point 'lr_schedule=cosine warmup_steps=100' --extended-steps 0
 //   study --extrapolate 128,256,512,1024 --per-position --copy-probe 64,128,256,512 --extrapolate-rope yarn:8
 //   study --extrapolate 256,512,1024 --fine-tune 512 --fine-tune-steps 200 --fine-tune-rope linear:4,yarn:4
+//   study --task copy --task-lengths 1-16 --variants rope,alibi,nope --seeds 1,2,3 --steps 3000 --extended-steps 0
 // Writes OUT/records/<run>.json per run, OUT/runs/<run>/ (checkpoints), and OUT/summary.{json,csv,md}.
 // The study itself is posenc's (posenc/study/); this is its command line.
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
 #include "../common/run_options.hpp"
+#include "../common/task_options.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
 
@@ -130,6 +132,20 @@ int main(int argc, char** argv) {
                  "scaling, its factor stretching the base runs' context, e.g. linear:4,yarn:4 (or base=B: at a new "
                  "base, as Llama 2 Long's base=500000)");
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
+  examples::TaskOptions task_options(app, "Train every run on a synthetic task instead of --data's text, and test each "
+                                          "final model's exact-match accuracy at --task-test-lengths");
+  std::string task_test_lengths;
+  app.add_option("--task-test-lengths", task_test_lengths,
+                 "A-B,N,...: the lengths each final model is tested at (default: to 8 × the longest trained, every "
+                 "length up to 128 of them, else 128 evenly spaced)")
+      ->needs("--task");
+  app.add_option("--task-examples", design.task_examples, "Examples of each tested length")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+      ->needs("--task")
+      ->capture_default_str();
+  app.add_option("--task-seed", design.task_seed, "Seed of the tested examples (each length its own stream)")
+      ->needs("--task")
+      ->capture_default_str();
   std::vector<std::string> grid;
   app.add_option("--grid", grid,
                  "NAME=V1,V2,...: run every variant and seed at each value of a training setting, named by its key "
@@ -168,6 +184,14 @@ int main(int argc, char** argv) {
       if (app.count(option) > 0 && design.fine_tune_context == 0)
         posenc::fail(option, ": it sets the fine-tunes; give --fine-tune CONTEXT too");
     run_options.apply();
+    task_options.apply(design.run, app);
+    if (!task_test_lengths.empty()) {
+      try {
+        design.task_lengths = posenc::parse_length_list(task_test_lengths);
+      } catch (const posenc::Error& e) {
+        posenc::fail("--task-test-lengths: ", e.what());
+      }
+    }
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     for (const std::string& point : grid_list) design.grid_list.push_back(posenc::parse_grid_point(point));
     if (app.count("--embedding-std") > 0)
@@ -178,7 +202,9 @@ int main(int argc, char** argv) {
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
-    const posenc::StudyRunner runner(design, out, posenc::read_text_file(design.run.data), examples::make_model);
+    const posenc::StudyRunner runner(design, out,
+                                     design.run.reads_corpus() ? posenc::read_text_file(design.run.data) : "",
+                                     examples::make_model);
     const int cores = threads > 0 ? threads : world.default_threads();
     if (threads > 0) posenc::set_num_threads(std::max(1, cores / jobs));
     else posenc::set_adaptive_num_threads(std::max(1, cores / jobs));

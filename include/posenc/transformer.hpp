@@ -70,3 +70,5 @@
 #include "posenc/study/runner.hpp"
 #include "posenc/study/statistics.hpp"
 #include "posenc/study/summary.hpp"
+#include "posenc/study/summary_text.hpp"
+#include "posenc/study/task_summary.hpp"

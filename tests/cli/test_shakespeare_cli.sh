@@ -488,6 +488,8 @@ expect_error "passkey without its text" "cannot open data file 'nowhere.txt'" \
   "$bin" train "${small[@]}" --task passkey --task-lengths 1-20 --data nowhere.txt --out bad-task
 expect_error "a task the checkpoint's vocabulary cannot write" "task addition: the vocabulary lacks the symbol '+'" \
   "$bin" eval --checkpoint task/model.safetensors --task addition --task-lengths 1-3
+expect_error "--data with a task that makes its own examples" "--data with --task copy: the task makes its own examples" \
+  "$bin" train "${small[@]}" --task copy --data corpus.txt --out bad-task
 expect_error "--resume with --task" "--task cannot be given with it" \
   "$bin" train --resume --task reverse --out task
 

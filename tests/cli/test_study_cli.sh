@@ -164,6 +164,26 @@ expect_error "an empty length" "--extrapolate: an empty item in '128,'" "$bin" -
 expect_error "extended seed without a base run" "not among --seeds" "$bin" --variants rope --seeds 1,2 --extended-seeds 7 --data corpus.txt --out bad
 expect_error "a study directory of another design" "another configuration" "$bin" "${design[@]}" --lr 0.5 --out whole
 
+# A task study: each final model tested at every length to 8 × the trained, the accuracy summarized
+task_design=(--task copy --task-lengths 1-3 --variants rope,learned --seeds 1,2 --steps 30 --extended-steps 0
+             --eval-every 15 --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 8 --task-examples 5)
+if "$bin" "${task_design[@]}" --out task > task.log 2>&1 &&
+   grep -q "## Task copy: trained on lengths 1-3" task/summary.md && grep -q "| learned | .* | n/a |" task/summary.md &&
+   grep -q "^rope,none,24,2," task/summary_task.csv &&
+   python3 -c 'import json,sys; r=json.load(open("task/records/rope-seed1-steps30.json")); c=r["config"]; sys.exit(0 if len(r["task"])==24 and c["task"]=={"name":"copy","lengths":"1-3"} and c["context"]==6 and c["data"]=="" else 1)'; then
+  pass "study --task trains on the task and summarizes each encoding's accuracy by length and band"
+else
+  failed "study --task: $(tail -5 task.log; head -c 600 task/summary.md)"
+fi
+expect_error "--task-test-lengths without --task" "--task-test-lengths requires --task" \
+  "$bin" --task-test-lengths 1-4 --out bad-task
+expect_error "--data with a task that makes its own examples" "--data with --task copy: the task makes its own examples" \
+  "$bin" "${task_design[@]}" --data corpus.txt --out bad-task
+expect_error "a bad list of tested lengths" "--task-test-lengths: task lengths '0'" \
+  "$bin" "${task_design[@]}" --task-test-lengths 1-4,0 --out bad-task
+expect_error "--extrapolate with --task" "--extrapolate with --task: a task study tests its models at --task-test-lengths" \
+  "$bin" "${task_design[@]}" --extrapolate 16 --out bad-task
+
 # Plots from the JSON alone, where matplotlib is installed.
 python=""
 for candidate in python3 /usr/bin/python3; do
@@ -180,6 +200,11 @@ if [ -n "$python" ]; then
     pass "plot_study.py writes the nine plots as PNG and SVG"
   else
     failed "plots: $(tail -5 plot.log)"
+  fi
+  if "$python" "$root/tools/plot_study.py" task > task-plot.log 2>&1 && [ -s task/plots/task_accuracy.png ]; then
+    pass "plot_study.py draws a task study's accuracy against length"
+  else
+    failed "task plot: $(tail -5 task-plot.log)"
   fi
   if "$python" "$root/tools/plot_study.py" grid > grid-plot.log 2>&1 && [ -s grid/plots/grid_final_val_loss.png ] &&
      [ -s grid/plots/grid_differences.png ]; then

@@ -28,24 +28,26 @@ struct TaskInfo {
   std::string_view name;
   std::string_view summary;
   std::string_view length;  // what an example's length counts
+  bool reads_corpus;        // whether its examples hold text of a corpus (the others make their own)
 };
 
 // Every task once, in TaskKind's order (checked below): names, help texts and parsing come from here.
 inline constexpr std::array task_infos{
-    TaskInfo{TaskKind::copy, "copy", "a random string of a-z, '|', the string again", "characters of the string"},
+    TaskInfo{TaskKind::copy, "copy", "a random string of a-z, '|', the string again", "characters of the string",
+             false},
     TaskInfo{TaskKind::reverse, "reverse", "a random string of a-z, '|', the string reversed",
-             "characters of the string"},
+             "characters of the string", false},
     TaskInfo{TaskKind::associative_recall, "associative-recall",
              "key-value pairs (two letters, a digit), '|', then up to 4 of the keys, each answered by its value "
              "(multi-query, as Zoology's MQAR)",
-             "key-value pairs"},
+             "key-value pairs", false},
     TaskInfo{TaskKind::passkey, "passkey",
              "a 5-digit pass key hidden at a random depth of corpus text, then the question; answer the key "
              "(LongLoRA's and llama.cpp's passkey test)",
-             "characters of corpus text around the key"},
+             "characters of corpus text around the key", true},
     TaskInfo{TaskKind::addition, "addition",
              "two n-digit numbers with their digits reversed, 'a+b=', then their n+1-digit sum reversed",
-             "digits of each number"},
+             "digits of each number", false},
 };
 static_assert(task_infos.size() == static_cast<std::size_t>(TaskKind::addition) + 1,
               "task_infos: every TaskKind needs its row");
@@ -103,6 +105,53 @@ inline TaskLengths parse_task_lengths(std::string_view text) {
   return lengths;
 }
 
+// "A-B,N,..." (each A-B or N as parse_task_lengths reads it): the lengths, ascending, each once.
+inline std::vector<std::size_t> parse_length_list(std::string_view text) {
+  std::vector<std::size_t> lengths;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const TaskLengths range = parse_task_lengths(text.substr(start, comma - start));
+    if (range.max - range.min >= std::size_t{1} << 20)
+      fail("task lengths '", text, "': ", to_string(range), " holds more than 2^20 lengths");
+    for (std::size_t n = range.min; n <= range.max; ++n) lengths.push_back(n);
+    if (comma == text.size()) break;
+    start = comma + 1;
+  }
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
+// Ascending lengths written back as parse_length_list reads them, runs of consecutive ones as A-B.
+inline std::string length_list_text(const std::vector<std::size_t>& lengths) {
+  std::string text;
+  for (std::size_t i = 0; i < lengths.size();) {
+    std::size_t j = i;
+    while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(lengths[i]);
+    if (j > i) text += "-" + std::to_string(lengths[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+// The lengths a model trained on `trained` is tested at by default: out to 8 × its longest, as the
+// length-generalization papers test; every length when that is at most 128 of them, else 128
+// evenly spaced ones ending there (each example costs its length, and 128 points draw the curve).
+inline std::vector<std::size_t> default_test_lengths(const TaskLengths& trained) {
+  constexpr std::size_t points = 128;
+  const std::size_t longest = 8 * trained.max;
+  std::vector<std::size_t> lengths;
+  if (longest <= points) {
+    for (std::size_t n = 1; n <= longest; ++n) lengths.push_back(n);
+  } else {
+    for (std::size_t k = 1; k <= points; ++k) lengths.push_back(std::max<std::size_t>(1, k * longest / points));
+    lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  }
+  return lengths;
+}
+
 // A task and the lengths of its examples: what a run trains on, or an evaluation asks.
 struct TaskSpec {
   TaskKind kind = TaskKind::copy;
@@ -136,13 +185,13 @@ class Task {
   // passkey hides its key in `corpus`, cut 90/10 as CharDataset cuts it (training examples from
   // the first part, validation ones from the rest); the other tasks take no corpus.
   explicit Task(TaskKind kind, std::string_view corpus = {}) : kind_(kind), tokenizer_(symbols(kind, corpus)) {
-    if (kind == TaskKind::passkey) {
-      if (corpus.empty()) fail("task passkey: needs a corpus to hide the key in (--data)");
+    if (task_info(kind).reads_corpus) {
+      if (corpus.empty()) fail("task ", task_name(kind), ": needs a corpus to hide its key in (--data)");
       const std::size_t cut = static_cast<std::size_t>(static_cast<double>(corpus.size()) * 0.9);
       train_text_ = corpus.substr(0, cut);
       val_text_ = corpus.substr(cut);
     } else if (!corpus.empty()) {
-      fail("task ", task_name(kind), ": takes no corpus (only passkey hides its key in text)");
+      fail("task ", task_name(kind), ": takes no corpus (it makes its own examples)");
     }
   }
 

@@ -76,6 +76,12 @@ struct StudyDesign {
   std::int64_t fine_tune_steps = 200;
   std::size_t fine_tune_batch = 0;
   std::vector<RopeScaling> fine_tune_rope;
+  // A task study (run.task set): each base run's final model is tested at these lengths of the
+  // task (empty: default_test_lengths of the trained ones), task_examples examples a length drawn
+  // from task_seed (each length its own stream, task_length_seed), under each scaling above.
+  std::vector<std::size_t> task_lengths;
+  std::size_t task_examples = 100;
+  std::uint64_t task_seed = 1337;
   // Settings crossed with the variants and seeds: every run is made at every point of the grid
   // (grid_points), each point's settings applied to `run`. None: one point, `run` itself.
   std::vector<GridAxis> grid;
@@ -95,6 +101,12 @@ inline std::vector<GridPoint> study_points(const StudyDesign& d) {
 }
 
 inline bool has_grid(const StudyDesign& d) { return !d.grid.empty() || !d.grid_list.empty(); }
+
+// The lengths a task study tests its models at (none without a task).
+inline std::vector<std::size_t> tested_task_lengths(const StudyDesign& d) {
+  if (!d.run.task) return {};
+  return d.task_lengths.empty() ? default_test_lengths(d.run.task->lengths) : d.task_lengths;
+}
 
 // Every setting a point of the study sets, once each, in the order they first appear.
 inline std::vector<std::string> grid_setting_names(const StudyDesign& d) {
@@ -260,9 +272,26 @@ inline void validate_design(const StudyDesign& d) {
     if (n < 2) fail("--copy-probe: a distance must be at least 2, got ", n);
   if (d.copy_segments == 0) fail("--copy-segments must be at least 1");
   detail::check_scalings(d.extrapolate_rope, d.variants, "--extrapolate-rope");
-  if (!d.extrapolate_rope.empty() && d.extrapolate.empty() && d.copy_probe.empty())
-    fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths and the --copy-probe distances; "
-         "give either");
+  if (!d.extrapolate_rope.empty() && d.extrapolate.empty() && d.copy_probe.empty() && !d.run.task)
+    fail("--extrapolate-rope: the scalings apply to the --extrapolate lengths, the --copy-probe distances and a "
+         "--task's lengths; give one");
+  if (d.run.task) {
+    // the evaluations of text read a corpus's validation split; a task's models are tested on the task
+    if (!d.extrapolate.empty()) fail("--extrapolate with --task: a task study tests its models at --task-test-lengths");
+    if (!d.copy_probe.empty())
+      fail("--copy-probe with --task: the probe reads a corpus's text; probe a task's models with shakespeare eval");
+    if (d.fine_tune_context != 0)
+      fail("--fine-tune with --task: a task's examples are as long as its lengths make them; train another range "
+           "with --task-lengths");
+    if (has_grid(d))
+      fail(d.grid_list.empty() ? "--grid" : "--grid-point",
+           " with --task: a task study compares encodings at one setting; run one study per setting (--out)");
+    if (d.task_examples == 0) fail("--task-examples must be at least 1");
+    for (std::size_t n : d.task_lengths)
+      if (n == 0) fail("--task-test-lengths: a length must be at least 1");
+  } else if (!d.task_lengths.empty()) {
+    fail("--task-test-lengths: the lengths a task's models are tested at; give --task too");
+  }
   if (!d.grid.empty() && !d.grid_list.empty())
     fail("--grid with --grid-point: a grid's points are either crossed (--grid) or listed (--grid-point)");
   const std::string grid_option = d.grid_list.empty() ? "--grid" : "--grid-point";

@@ -154,7 +154,7 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
       g.across.push_back(std::move(c));
     }
   }
-  const auto adjusted = detail::holm(p);
+  const auto adjusted = stats::holm(p);
   for (std::size_t i = 0; i < g.across.size(); ++i) g.across[i].p_holm = adjusted[i];
   return g;
 }

@@ -23,12 +23,20 @@
 
 namespace posenc {
 
+// The batches a task run's final losses are estimated over: a fixed sample of 50 × the batch
+// examples, the same for every run of a study, as a task has no split to pass over whole.
+inline constexpr std::size_t task_loss_batches = 50;
+
 // What one finished run leaves in its JSON file.
 struct RunRecord {
   RunConfig config;
   std::vector<EvalRecord> curve;  // the estimates at every evaluation
-  double final_train_loss = 0;    // deterministic full pass over the training split
-  double final_val_loss = 0;      // … and over the validation split
+  // Deterministic full passes over the training and the validation split; a task study's: the
+  // loss on the answers over task_loss_batches batches of each split, drawn from the design's
+  // task_seed (training) and task_seed + 1 (validation: other examples, where the task's splits differ
+  // only in their draws).
+  double final_train_loss = 0;
+  double final_val_loss = 0;
   double wall_seconds = 0;
   double tokens_per_second = 0;
   std::string checkpoint;
@@ -39,6 +47,9 @@ struct RunRecord {
   nlohmann::json extrapolation = nlohmann::json::array();
   // The copy probe: one entry per distance (and RoPE scaling), copy_probe_at's row.
   nlohmann::json copy_probe = nlohmann::json::array();
+  // A task study's: one entry per tested length (and RoPE scaling), to_json(TaskScore) with the
+  // seed its examples were drawn from.
+  nlohmann::json task = nlohmann::json::array();
   // An entry made under a RoPE scaling names it in "rope_scaling" (the study's spec, as JSON);
   // one without was made with the trained angles.
 
@@ -55,6 +66,13 @@ struct RunRecord {
   }
   nlohmann::json* copy_probe_at(std::size_t distance, const RopeScaling& scaling = {}) {
     return find_entry(copy_probe, "distance", distance, scaling);
+  }
+  // The task entry of a length under a scaling, if the record has one.
+  const nlohmann::json* task_at(std::size_t length, const RopeScaling& scaling = {}) const {
+    return find_entry(task, "length", length, scaling);
+  }
+  nlohmann::json* task_at(std::size_t length, const RopeScaling& scaling = {}) {
+    return find_entry(task, "length", length, scaling);
   }
   // The scaling an entry was made under.
   static RopeScaling entry_scaling(const nlohmann::json& entry) {
@@ -91,7 +109,8 @@ inline nlohmann::json to_json(const RunRecord& r) {
           {"tokens_per_second", r.tokens_per_second},
           {"checkpoint", r.checkpoint},
           {"extrapolation", r.extrapolation},
-          {"copy_probe", r.copy_probe}};
+          {"copy_probe", r.copy_probe},
+          {"task", r.task}};
 }
 
 inline RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -105,6 +124,7 @@ inline RunRecord run_record_from_json(const nlohmann::json& j) {
   r.checkpoint = j.at("checkpoint").get<std::string>();
   if (j.contains("extrapolation")) r.extrapolation = j.at("extrapolation");
   if (j.contains("copy_probe")) r.copy_probe = j.at("copy_probe");
+  if (j.contains("task")) r.task = j.at("task");
   return r;
 }
 

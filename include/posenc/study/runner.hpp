@@ -22,6 +22,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/data/tasks.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/io/safetensors.hpp"
@@ -30,6 +31,7 @@
 #include "posenc/train/any_model.hpp"
 #include "posenc/train/run_config.hpp"
 #include "posenc/train/stop_check.hpp"
+#include "posenc/train/task_evaluation.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
@@ -75,26 +77,36 @@ class StudyFailures {
 
 class StudyRunner {
  public:
-  // `corpus` is the text every run trains on (its path is design.run.data).
+  // `corpus` is the text every run trains on (its path is design.run.data), or a task study's
+  // text to hide its answers in (passkey's; the other tasks take none: "").
   StudyRunner(StudyDesign design, std::filesystem::path out, const std::string& corpus, MakeModel make_model)
       : design_(validated(std::move(design))),
         paths_{std::move(out)},
-        data_(corpus),
-        digest_(corpus_digest(corpus)),
+        data_(make_training_data(design_.run, corpus)),
+        corpus_(dynamic_cast<const CharDataset*>(data_.get())),
+        task_data_(dynamic_cast<const TaskData*>(data_.get())),
+        digest_(design_.run.reads_corpus() ? corpus_digest(corpus) : std::string()),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
+    if (task_data_) {
+      const std::vector<std::size_t> tested = tested_task_lengths(design_);
+      task_data_->task().check({tested.front(), tested.back()});
+      if (task_data_->context() > design_.run.train.context)
+        fail("--context ", design_.run.train.context, ": task ", to_string(*design_.run.task),
+             " has examples of up to ", task_data_->context(), " inputs; leave --context out to train on all of them");
+    }
     // Each configuration trains, as far as its memory, settings and size go: a grid value out of
     // range or a size the program is not built for fails here, not hours later when its runs start.
     std::vector<RunConfig> checked;
     for (const RunSpec& spec : plan_) {
       RunConfig c = config(spec);
-      check_training_memory(c, data_.vocab_size());
+      check_training_memory(c, data_->vocab_size());
       if (spec.fine_tune) continue;  // its settings are its base run's, but for the context and steps
       c.train.seed = 0;
       if (std::find(checked.begin(), checked.end(), c) != checked.end()) continue;
       try {
         c.train.check();
-        make_model_(c.shape(), c.model_config(data_.vocab_size()));
+        make_model_(c.shape(), c.model_config(data_->vocab_size()));
       } catch (const Error& e) {
         fail("run ", spec.id(), ": ", e.what());
       }
@@ -174,7 +186,7 @@ class StudyRunner {
 
   // Trains one run (resuming its directory if it was interrupted; an extended run starts from the
   // finished base run of the same variant and seed, a fine-tune from its base run's final model),
-  // evaluates the final model by full passes (and a base run or a fine-tune as
+  // evaluates the final model by full passes (a task's: task_loss_batches batches) (and a base run or a fine-tune as
   // evaluate_final_model does, its record written before and after each entry) and returns the
   // run's record.
   RunRecord execute(const RunSpec& spec, StudyObserver& observer, std::size_t job) const {
@@ -205,7 +217,7 @@ class StudyRunner {
     std::filesystem::create_directories(run.dir());
     write_file_atomically(marker.string(), to_json(config).dump(2) + "\n");
 
-    const auto model = make_model_(config.shape(), config.model_config(data_.vocab_size()));
+    const auto model = make_model_(config.shape(), config.model_config(data_->vocab_size()));
     if (spec.fine_tune && !resume) {  // a resumed run's state replaces it
       const SafetensorsFile source = read_safetensors(config.init_from.checkpoint);
       model->initialize_from(source, read_checkpoint_info(source));
@@ -215,13 +227,20 @@ class StudyRunner {
     callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
     const StopCheck should_stop = [&] { return observer.stop_requested(); };
     callbacks.should_stop = should_stop;
-    const auto curve = model->train(data_, config.train, run, resume, callbacks, nullptr);
+    const auto curve = model->train(*data_, config.train, run, resume, callbacks, nullptr);
     RunRecord record;
     record.config = config;
     record.curve = curve;
     const std::size_t T = config.train.context, B = config.train.batch;
-    record.final_train_loss = model->evaluate_loss(data_.train(), T, B, should_stop).loss;
-    record.final_val_loss = model->evaluate_loss(data_.val(), T, B, should_stop).loss;
+    if (corpus_ != nullptr) {
+      record.final_train_loss = model->evaluate_loss(corpus_->train(), T, B, should_stop).loss;
+      record.final_val_loss = model->evaluate_loss(corpus_->val(), T, B, should_stop).loss;
+    } else {
+      record.final_train_loss =
+          model->estimate_loss(*data_, Split::train, B, T, task_loss_batches, design_.task_seed, should_stop);
+      record.final_val_loss =
+          model->estimate_loss(*data_, Split::validation, B, T, task_loss_batches, design_.task_seed + 1, should_stop);
+    }
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
     record.checkpoint = run.final_model();
@@ -236,11 +255,11 @@ class StudyRunner {
 
   // Adds what the design evaluates after training and the record of `spec` (a base run or a
   // fine-tune) lacks, from its final checkpoint: the validation loss at each extrapolation length
-  // (and by position, with per_position_bins), the copy probe at each distance and, for a rotary
-  // base run, both again under each of extrapolate_rope (over the checkpoint's own settings:
-  // rope_scaling_over). The checkpoint is read only when something is missing. The
-  // record is written to its file after each entry it adds, so a stop loses only the entry in
-  // progress; should_stop is asked before every batch (EvaluationStopped).
+  // (and by position, with per_position_bins), the copy probe at each distance, a task study's
+  // accuracy at each tested length and, for a rotary base run, all again under each of extrapolate_rope (over the
+  // checkpoint's own settings: rope_scaling_over). The checkpoint is read only when something is missing. The record is
+  // written to its file after each entry it adds, so a stop loses only the entry in progress; should_stop is asked
+  // before every batch (EvaluationStopped).
   void evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
     const auto saved = [&] { write_record(record, paths_.record(spec)); };
     std::optional<CheckpointInfo> info;
@@ -252,6 +271,8 @@ class StudyRunner {
         std::size_t longest = 16 * info->context;
         for (std::size_t L : design_.extrapolate) longest = std::max(longest, L);
         for (std::size_t n : design_.copy_probe) longest = std::max(longest, 2 * n);
+        if (const auto tested = tested_task_lengths(design_); !tested.empty())
+          longest = std::max(longest, task_context({design_.run.task->kind, {tested.back(), tested.back()}}));
         model = make_model_({info->policy, info->layers, info->dim, info->heads}, info->model_config(longest));
         model->load_parameters(file);
       }
@@ -261,7 +282,8 @@ class StudyRunner {
       }
       return *model;
     };
-    const std::vector<TokenId>& val = data_.val();
+    const std::vector<TokenId> no_text;
+    const std::vector<TokenId>& val = corpus_ != nullptr ? corpus_->val() : no_text;  // a task study asks for none
     const std::size_t bins = design_.per_position_bins;
     for (const RopeScaling& scaling : evaluated_scalings(design_, spec)) {
       const auto keyed = [&](nlohmann::json row) {
@@ -293,6 +315,22 @@ class StudyRunner {
         nlohmann::json row = keyed(copy_probe_at(model_under(scaling), val, n, design_.copy_segments, should_stop));
         if (entry != nullptr) *entry = std::move(row);
         else record.copy_probe.push_back(std::move(row));
+        saved();
+      }
+      for (std::size_t n : tested_task_lengths(design_)) {
+        nlohmann::json* entry = record.task_at(n, scaling);
+        // made again: an entry of another seed or example count
+        if (entry != nullptr && entry->value("seed", std::uint64_t{0}) == design_.task_seed &&
+            (entry->contains("note") || entry->at("examples").get<std::size_t>() == design_.task_examples))
+          continue;
+        AnyModel& m = model_under(scaling);
+        const TaskScore score = m.evaluate_task(task_data_->task(), data_->tokenizer(), {n, n},
+                                                design_.task_examples, design_.task_seed, should_stop)
+                                    .front();
+        nlohmann::json row = keyed(to_json(score, m.max_context()));
+        row["seed"] = design_.task_seed;
+        if (entry != nullptr) *entry = std::move(row);
+        else record.task.push_back(std::move(row));
         saved();
       }
     }
@@ -401,7 +439,9 @@ class StudyRunner {
 
   StudyDesign design_;
   StudyPaths paths_;
-  CharDataset data_;
+  std::unique_ptr<TrainingData> data_;
+  const CharDataset* corpus_;  // data_ as a corpus's windows, or null
+  const TaskData* task_data_;  // data_ as a task's examples, or null
   std::string digest_;
   MakeModel make_model_;
   std::vector<RunSpec> plan_;

@@ -1,11 +1,13 @@
-// Statistics for comparing runs: mean, sample sd, t-based confidence intervals, Welch's and the paired t-test.
+// Statistics for comparing runs: mean, sd, t confidence intervals, Welch's and paired t-tests, Holm's adjustment.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <numbers>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -138,6 +140,37 @@ inline std::optional<TTest> paired_t_test(const std::vector<double>& a, const st
   const double n = static_cast<double>(d.size());
   const double t = mean(d) / (*sd / std::sqrt(n));
   return TTest{t, n - 1, two_sided_p(t, n - 1)};
+}
+
+// The values of a and of b at the keys (e.g. seeds) both have, in a's order: a paired test's pairs.
+template <class Key>
+std::pair<std::vector<double>, std::vector<double>> shared_pairs(const std::vector<Key>& keys_a,
+                                                                 const std::vector<double>& a,
+                                                                 const std::vector<Key>& keys_b,
+                                                                 const std::vector<double>& b) {
+  std::pair<std::vector<double>, std::vector<double>> pairs;
+  for (std::size_t x = 0; x < keys_a.size(); ++x)
+    for (std::size_t y = 0; y < keys_b.size(); ++y)
+      if (keys_a[x] == keys_b[y]) {
+        pairs.first.push_back(a[x]);
+        pairs.second.push_back(b[y]);
+      }
+  return pairs;
+}
+
+// Holm's step-down adjustment of a family of p-values (missing values stay missing).
+inline std::vector<std::optional<double>> holm(const std::vector<std::optional<double>>& p) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i]) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return *p[x] < *p[y]; });
+  std::vector<std::optional<double>> adjusted(p.size());
+  double running = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    running = std::max(running, std::min(1.0, static_cast<double>(order.size() - k) * *p[order[k]]));
+    adjusted[order[k]] = running;
+  }
+  return adjusted;
 }
 
 }  // namespace posenc::stats

@@ -21,6 +21,8 @@
 #include "posenc/study/design.hpp"
 #include "posenc/study/record.hpp"
 #include "posenc/study/statistics.hpp"
+#include "posenc/study/summary_text.hpp"
+#include "posenc/study/task_summary.hpp"
 
 namespace posenc {
 
@@ -125,6 +127,7 @@ struct StudySummary {
   std::vector<ExtendedComparison> extended;
   std::vector<std::string> missing_runs;
   bool published_design = false;  // is_published_design(design), and every run on Tiny Shakespeare
+  std::optional<TaskSummary> task;  // a task study's accuracy by length
 };
 
 // corpus_digest() of Tiny Shakespeare (1,115,394 bytes, sha256 86c4e6aa…c565ed), the published study's corpus.
@@ -159,7 +162,7 @@ inline std::string describe_training_settings(const RunConfig& run) {
 inline bool is_published_design(const StudyDesign& d) {
   const RunConfig& r = d.run;
   const TrainConfig published;  // its defaults are the published study's batch, lr and weight decay
-  return r.layers == study_layers && r.dim == study_dim && r.heads == study_heads && d.steps == 2000 &&
+  return !r.task && r.layers == study_layers && r.dim == study_dim && r.heads == study_heads && d.steps == 2000 &&
          r.train.context == study_context && r.train.batch == published.batch && r.train.lr == published.lr &&
          r.train.weight_decay == published.weight_decay && r.embedding_std == init_std &&
          r.precision == Precision::fp32 && describe_training_settings(r).empty();
@@ -229,20 +232,6 @@ inline std::string pair_note(const PairComparison& c) {
   return out;
 }
 
-// Holm's step-down adjustment of a family of p-values (missing values stay missing).
-inline std::vector<std::optional<double>> holm(const std::vector<std::optional<double>>& p) {
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < p.size(); ++i)
-    if (p[i]) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return *p[x] < *p[y]; });
-  std::vector<std::optional<double>> adjusted(p.size());
-  double running = 0;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    running = std::max(running, std::min(1.0, static_cast<double>(order.size() - k) * *p[order[k]]));
-    adjusted[order[k]] = running;
-  }
-  return adjusted;
-}
 
 // The evaluations after training (extrapolation, loss by position, copy probe) over seeds, of
 // every EvaluatedModel of each variant, from the record find(variant, seed, fine-tune) returns
@@ -341,7 +330,7 @@ void summarize_evaluations(StudySummary& s, FindRun find_run) {
   const auto holm_of = [](auto& family) {
     std::vector<std::optional<double>> p;
     for (const auto& c : family) p.push_back(c.paired ? std::optional<double>(c.paired->p) : std::nullopt);
-    const auto adjusted = holm(p);
+    const auto adjusted = stats::holm(p);
     for (std::size_t k = 0; k < family.size(); ++k) family[k].p_holm = adjusted[k];
   };
   holm_of(s.scaling_comparisons);
@@ -425,13 +414,7 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
       }
       c.mean_difference = a.mean_val - b.mean_val;
       c.welch = stats::welch_t_test(a.val, b.val);
-      std::vector<double> pa, pb;
-      for (std::size_t x = 0; x < a.seeds.size(); ++x)
-        for (std::size_t y = 0; y < b.seeds.size(); ++y)
-          if (a.seeds[x] == b.seeds[y]) {
-            pa.push_back(a.val[x]);
-            pb.push_back(b.val[y]);
-          }
+      const auto [pa, pb] = stats::shared_pairs(a.seeds, a.val, b.seeds, b.val);
       c.shared_seeds = pa.size();
       if (!pa.empty()) c.paired_mean_difference = stats::mean(pa) - stats::mean(pb);
       c.paired = stats::paired_t_test(pa, pb);
@@ -443,7 +426,7 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
     welch_p.push_back(c.welch ? std::optional<double>(c.welch->p) : std::nullopt);
     paired_p.push_back(c.paired ? std::optional<double>(c.paired->p) : std::nullopt);
   }
-  const auto welch_holm = detail::holm(welch_p), paired_holm = detail::holm(paired_p);
+  const auto welch_holm = stats::holm(welch_p), paired_holm = stats::holm(paired_p);
   for (std::size_t k = 0; k < s.pairs.size(); ++k) {
     s.pairs[k].welch_p_holm = welch_holm[k];
     s.pairs[k].paired_p_holm = paired_holm[k];
@@ -452,6 +435,10 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
   detail::summarize_evaluations(s, [&](const std::string& v, std::uint64_t seed, const std::optional<FineTune>& tune) {
     return find({v, seed, design.steps, {}, tune});
   });
+  if (design.run.task)
+    s.task = summarize_task(design, [&](const std::string& v, std::uint64_t seed) {
+      return find({v, seed, design.steps});
+    });
   // The extended runs against the same seeds' base runs: the first `steps` of an extended run
   // are the base run (same seed, constant learning rate), so the base run's final model is the
   // extended run at `steps`.
@@ -479,45 +466,6 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
 }
 
 namespace detail {
-inline std::string fixed(double x, int digits = 4) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << x;
-  return out.str();
-}
-// " [2 seeds]" after a cell that rests on fewer seeds than the design has (a run or its
-// evaluation missing), so a mean of two does not pass for a mean of three; "" otherwise.
-inline std::string fewer_seeds_text(std::size_t n, std::size_t design_seeds) {
-  return n > 0 && n < design_seeds ? " [" + std::to_string(n) + (n == 1 ? " seed]" : " seeds]") : "";
-}
-// "the 3 comparisons with a test (of 5)": Holm's family, which leaves out entries without a test.
-template <class Cells>
-std::string tested_family_text(const Cells& cells, const char* noun) {
-  std::size_t tested = 0;
-  for (const auto& c : cells) tested += c.paired.has_value();
-  return "the " + std::to_string(tested) + " " + noun + (tested == 1 ? "" : "s") + " with a test (of " +
-         std::to_string(cells.size()) + ")";
-}
-inline std::string p_text(const std::optional<double>& p) {
-  if (!p) return "—";
-  std::ostringstream out;
-  if (*p < 1e-4) {
-    out.precision(1);
-    out << std::scientific << *p;
-  } else {
-    out.setf(std::ios::fixed);
-    out.precision(4);
-    out << *p;
-  }
-  return out.str();
-}
-
-// "+0.0123", "-0.0456" or "—".
-inline std::string signed_text(const std::optional<double>& x) {
-  return x ? (*x >= 0 ? "+" : "") + fixed(*x) : std::string("—");
-}
-
 // The family Holm's adjustment of the pairwise table ran over: every pair, or the tests there are.
 inline std::string holm_family_text(const std::vector<PairComparison>& pairs) {
   std::size_t welch = 0, paired = 0;
@@ -530,14 +478,6 @@ inline std::string holm_family_text(const std::vector<PairComparison>& pairs) {
          std::to_string(pairs.size()) + " pairs)";
 }
 
-inline nlohmann::json optional_json(const std::optional<double>& x) {
-  return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
-}
-inline std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : sep) + item;
-  return out;
-}
 }  // namespace detail
 
 inline nlohmann::json summary_json(const StudySummary& s) {
@@ -635,7 +575,8 @@ inline nlohmann::json summary_json(const StudySummary& s) {
           {"published_design", s.published_design},
           {"variants", variants}, {"ranking_by_seed", rankings},
           {"ranking_complete", s.ranking_complete}, {"ranking_consistent", s.ranking_consistent}, {"pairs", pairs},
-          {"extended", extended}, {"missing_runs", s.missing_runs}};
+          {"extended", extended}, {"missing_runs", s.missing_runs},
+          {"task", s.task ? task_summary_json(*s.task) : nlohmann::json(nullptr)}};
 }
 
 // One row per variant: the numbers of the per-variant table.
@@ -676,16 +617,24 @@ inline std::string summary_markdown(const StudySummary& s) {
      << describe_training_settings(d.run)
      << (d.run.precision == Precision::bf16 ? ", bf16 GEMMs" : "") << "; " << d.steps << " steps; seeds ";
   for (std::size_t i = 0; i < d.seeds.size(); ++i) md << (i ? ", " : "") << d.seeds[i];
-  md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
+  if (d.run.task)
+    md << ". A study of task " << task_name(d.run.task->kind) << ": final losses are the loss on the answers over "
+       << task_loss_batches << " batches of the task's training and validation examples (the same for every run).\n\n";
+  else
+    md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
   if (!s.missing_runs.empty())
     md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
+  if (s.task) md << task_summary_markdown(*s.task, d) << "\n";
 
-  if (!s.published_design)
+  if (d.run.task)
+    md << "The published numbers are of Tiny Shakespeare and are not shown beside a task's.\n\n";
+  else if (!s.published_design)
     md << "This design differs from the published one (Tiny Shakespeare; 3 layers, dim 192, 4 heads, context 128, "
           "batch 32, 2000 steps, AdamW lr 0.001 constant, weight decay 0.01, no clipping, no dropout, weights "
           "N(0, 0.02), fp32): the published numbers are shown for reference only, not as a like-for-like "
           "comparison.\n\n";
-  md << "## Validation loss by variant\n\n"
+  md << (d.run.task ? "## Loss on the answers by variant (validation examples)\n\n"
+                     : "## Validation loss by variant\n\n")
      << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | "
         "reproduced − published |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
@@ -698,7 +647,7 @@ inline std::string summary_markdown(const StudySummary& s) {
          << (v.ci95_val ? "[" + fixed(v.ci95_val->low) + ", " + fixed(v.ci95_val->high) + "]" : "—") << " | "
          << fixed(v.mean_train) << " | " << fixed(v.mean_gap) << " | " << fixed(v.mean_tokens_per_second, 0) << " | ";
     }
-    if (const auto it = published_results().find(v.variant); it != published_results().end())
+    if (const auto it = published_results().find(v.variant); !d.run.task && it != published_results().end())
       md << fixed(it->second.mean) << " ± " << fixed(it->second.sd) << " | "
          << (v.val.empty() ? "—" : (v.mean_val - it->second.mean >= 0 ? "+" : "") + fixed(v.mean_val - it->second.mean))
          << " |\n";
@@ -714,7 +663,7 @@ inline std::string summary_markdown(const StudySummary& s) {
      << (!s.ranking_complete ? "The rankings cannot be compared yet: not every seed has a finished run of every variant"
          : s.ranking_consistent ? "The ranking is the same in every seed"
                                 : "The ranking is **not** the same in every seed")
-     << ". The published ranking: " << detail::join(published_ranking(), " < ") << ".\n";
+     << (d.run.task ? "" : ". The published ranking: " + detail::join(published_ranking(), " < ")) << ".\n";
 
   md << "\n## Pairwise comparisons of the validation loss\n\n"
      << "Welch's t-test over all seeds and the paired t-test over the seeds both variants share; two-sided "
@@ -888,6 +837,7 @@ inline void write_summary(const StudySummary& s, const std::filesystem::path& ou
   write_file_atomically((out / "summary.json").string(), summary_json(s).dump(2) + "\n");
   write_file_atomically((out / "summary.csv").string(), summary_csv(s));
   write_file_atomically((out / "summary.md").string(), summary_markdown(s));
+  if (s.task) write_file_atomically((out / "summary_task.csv").string(), task_summary_csv(*s.task));
 }
 
 }  // namespace posenc

@@ -48,6 +48,9 @@ class AnyModel {
                                            std::size_t stride, const StopCheck& should_stop = {}) = 0;
   virtual double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                                std::size_t iterations, std::uint64_t seed, std::string_view split_name) = 0;
+  // … or over `iterations` batches of a split of any TrainingData (a task's: the loss on the answers).
+  virtual double estimate_loss(const TrainingData& data, Split split, std::size_t batch, std::size_t context,
+                               std::size_t iterations, std::uint64_t seed, const StopCheck& should_stop = {}) = 0;
   virtual void load_parameters(const SafetensorsFile& file) = 0;
   // initialize_from_checkpoint: the file's parameters for this model's context (fine-tuning).
   virtual void initialize_from(const SafetensorsFile& file, const CheckpointInfo& source) = 0;
@@ -108,6 +111,11 @@ class ModelOf final : public AnyModel {
   double estimate_loss(const std::vector<TokenId>& tokens, std::size_t batch, std::size_t context,
                        std::size_t iterations, std::uint64_t seed, std::string_view split_name) override {
     return posenc::estimate_loss(model_, tokens, batch, context, iterations, seed, split_name);
+  }
+  double estimate_loss(const TrainingData& data, Split split, std::size_t batch, std::size_t context,
+                       std::size_t iterations, std::uint64_t seed, const StopCheck& should_stop) override {
+    const std::unique_ptr<BatchStream> batches = data.batches(split, batch, context, seed);
+    return posenc::estimate_loss(model_, *batches, iterations, nullptr, should_stop);
   }
   void load_parameters(const SafetensorsFile& file) override { posenc::load_parameters(model_, file); }
   void initialize_from(const SafetensorsFile& file, const CheckpointInfo& source) override {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/data/dataset.hpp"
 #include "posenc/data/tasks.hpp"
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/kernels/precision.hpp"
@@ -62,6 +64,8 @@ struct RunConfig {
   std::optional<TaskSpec> task;           // none: the corpus's windows; a task: its examples
 
   ModelShape shape() const { return {posenc, layers, dim, heads}; }
+  // Whether the run reads `data`: a corpus's windows, or a task that hides its answers in text.
+  bool reads_corpus() const { return !task || task_info(task->kind).reads_corpus; }
   // The model it trains; the seed is the run's, as the batch sampler's is.
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
@@ -103,6 +107,16 @@ inline void check_training_memory(const RunConfig& config, std::size_t vocab_siz
          config.dim, ", ", config.heads, " heads) needs about ", std::ceil(needed / double(1 << 30)),
          " GiB to train; this machine has ", std::floor(physical / double(1 << 30)),
          " GiB of memory: lower --batch or --context");
+}
+
+// The data a run trains on: its task's examples (passkey's hidden in `text`; the other tasks take
+// none: "") or the windows of the corpus `text`, in `vocabulary` when one is given (a fine-tune
+// keeps its source's).
+inline std::unique_ptr<TrainingData> make_training_data(const RunConfig& config, const std::string& text,
+                                                        const std::optional<CharTokenizer>& vocabulary = {}) {
+  if (config.task)
+    return std::make_unique<TaskData>(Task(config.task->kind, text), config.task->lengths, vocabulary);
+  return vocabulary ? std::make_unique<CharDataset>(text, *vocabulary) : std::make_unique<CharDataset>(text);
 }
 
 inline nlohmann::json to_json(const RunConfig& c) {

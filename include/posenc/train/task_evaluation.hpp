@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
 #include "posenc/data/tasks.hpp"
@@ -29,6 +32,20 @@ struct TaskScore {
   double answer_loss = 0;      // nats per answer character
   double char_accuracy = 0;    // answer characters right / answer characters
 };
+
+// A score as a row of JSON: its length and characters, and its counts and rates, or for a length
+// not evaluated a note saying why (`accepted`: the inputs the model accepts).
+inline nlohmann::json to_json(const TaskScore& s, std::size_t accepted) {
+  nlohmann::json row = {{"length", s.length}, {"characters", s.sequence}};
+  if (!s.evaluated) {
+    row["note"] = "not applicable: " + std::to_string(s.sequence - 1) + " inputs; the model accepts " +
+                  std::to_string(accepted);
+    return row;
+  }
+  row.update({{"examples", s.examples}, {"exact", s.exact}, {"accuracy", s.accuracy},
+              {"char_accuracy", s.char_accuracy}, {"answer_loss", s.answer_loss}});
+  return row;
+}
 
 // The seed of length n's examples: each length's are the same whatever range is asked.
 inline std::uint64_t task_length_seed(std::uint64_t seed, std::size_t n) {
