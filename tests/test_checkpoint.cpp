@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include <posenc/transformer.hpp>
@@ -160,5 +161,21 @@ TEST_CASE("fine-tuning from a checkpoint: FIRE keeps its learned threshold L in 
   CharTransformer<Kerple, 1, 8, 2> other(ModelConfig{.vocab_size = 5, .context = 64});
   CHECK_THROWS_WITH(initialize_from_checkpoint(other, file, read_checkpoint_info(file)),
                     Catch::Contains("holds a model of policy 'fire', not 'kerple'"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a checkpoint holding NaN or infinity is refused, naming the tensor and element") {
+  const CharTokenizer tokenizer("abcdefg");
+  CharTransformer<RoPE, 2, 16, 2> diverged(tokenizer.vocab_size(), 8, 1);
+  const ParameterInfo& bias = diverged.parameter_table().find("lm_head.bias");
+  const std::string path = temp_path("nan.safetensors");
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    diverged.parameters()[bias.slot][3] = bad;
+    save_checkpoint(path, diverged, tokenizer, 3, 1);
+    CharTransformer<RoPE, 2, 16, 2> loaded(tokenizer.vocab_size(), 8, 2);
+    CHECK_THROWS_WITH(load_parameters(loaded, read_safetensors(path)),
+                      Catch::Contains("tensor 'lm_head.bias' holds") && Catch::Contains(" at element 3: ") &&
+                          Catch::Contains("had diverged"));
+  }
   std::filesystem::remove(path);
 }

@@ -75,6 +75,8 @@ TEST_CASE("read_text_file names the file it cannot use") {
   std::ofstream(empty).close();
   CHECK_THROWS_WITH(read_text_file(empty), Catch::Contains("data file '" + empty + "' is empty"));
   std::filesystem::remove(empty);
+  // a device that never ends would be read until memory runs out
+  CHECK_THROWS_WITH(read_text_file("/dev/zero"), Catch::Contains("data file '/dev/zero' is not a regular file"));
 }
 
 TEST_CASE("Rng: the same seed gives the same stream, and its state can be saved and restored") {

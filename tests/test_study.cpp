@@ -61,7 +61,16 @@ TEST_CASE("a run's identity is its whole configuration but the corpus's path") {
     RunConfig changed = base;
     change(changed);
     CHECK_FALSE(changed.same_run(base));
+    CHECK_FALSE(base.differences(changed).empty());  // every difference is named
   }
+  CHECK(base.differences(moved).empty());
+  RunConfig other = base;
+  other.train.lr = 3e-4;
+  other.heads = 2;
+  other.rope = parse_rope_scaling_spec("ntk:4");  // a key the default's JSON lacks
+  CHECK(base.differences(other) == "heads: " + nlohmann::json(base.heads).dump() + " → 2; lr: " +
+                                       nlohmann::json(base.train.lr).dump() + " → 0.0003; rope: (none) → " +
+                                       to_json(other.rope).dump());
 }
 
 TEST_CASE("a run configuration survives its JSON, and JSON written before a key existed reads as its default") {

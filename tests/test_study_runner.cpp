@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <stdexcept>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -213,7 +215,8 @@ TEST_CASE("a record of another configuration is an error, and a new extrapolatio
   StudyDesign other = d;
   other.run.train.lr = 0.5;
   const StudyRunner mismatched(other, dir.path, corpus(), make_test_model);
-  CHECK_THROWS_WITH(mismatched.pending(), Catch::Contains("another configuration"));
+  CHECK_THROWS_WITH(mismatched.pending(), Catch::Contains("another configuration (lr: ") &&
+                                              Catch::Contains(" → 0.5); use another --out"));
 }
 
 TEST_CASE("a run that cannot be made is reported, and the job goes on to the next") {
@@ -349,8 +352,22 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   more.extrapolate_rope.push_back(parse_rope_scaling_spec("ntk:4"));
   more.copy_segments = 6;
   const StudyRunner again(more, dir.path, corpus(), make_test_model);
-  const std::vector<RunRecord> updated = again.records(true, failures, 2);  // two records at a time, in plan order
+  std::mutex reports_mutex;
+  std::map<std::string, std::size_t> reported;  // run → entries, as the evaluation reports them
+  std::size_t most_checked = 0;
+  const auto on_evaluated = [&](const std::string& run, std::size_t entries, std::size_t checked) {
+    std::lock_guard lock(reports_mutex);
+    reported[run] = entries;
+    most_checked = std::max(most_checked, checked);
+  };
+  // two records at a time, in plan order
+  const std::vector<RunRecord> updated = again.records(true, failures, 2, {}, on_evaluated);
   CHECK(failures.list().empty());
+  // rope: ntk:4 at both lengths, and the copy probe at 6 segments under all 5 scalings; alibi: its 2 probes
+  CHECK(reported == std::map<std::string, std::size_t>{
+                        {"rope-seed1-steps6", 12}, {"rope-seed2-steps6", 12},
+                        {"alibi-seed1-steps6", 2}, {"alibi-seed2-steps6", 2}});
+  CHECK(most_checked == 4);
   REQUIRE(updated[0].variant() == "rope");
   CHECK(updated[0].extrapolation.size() == 10);
   CHECK(updated[0].extrapolation_at(32, parse_rope_scaling_spec("ntk:4")) != nullptr);

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
@@ -418,10 +420,51 @@ TEST_CASE("a run with no complete state yet (its first save never finished) resu
   Model whole(model_config), again(model_config);
   const RunDirectory run(base);
   run_training(whole, data, config, run, false);
-  std::filesystem::remove(run.optimizer());  // what a disk that filled up before the first state was written leaves
+  // what a kill or a full disk during the first save leaves: step 0's checkpoint and log, no optimizer state
+  const auto log = read_eval_log(run.log());
+  write_file_atomically(run.log(), to_json(log.front()).dump() + "\n");
+  for (const std::int64_t step : {2, 4}) std::filesystem::remove(run.checkpoint(step));
+  std::filesystem::remove(run.optimizer());
   run_training(again, data, config, run, true);
   CHECK(parameters_of(again) == parameters_of(whole));
   CHECK(read_eval_log(run.log()).size() == 3);  // steps 0, 2, 4: the old log replaced, not appended to
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("a run that saved past its start refuses to resume without its optimizer state or newest checkpoint, "
+          "and names a damaged one") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.eval_every = 2;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-lost-state";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  const auto fresh_run = [&](const std::string& name) {
+    Model model(model_config);
+    const RunDirectory run(base / name);
+    run_training(model, data, config, run, false);
+    return run;
+  };
+  Model again(model_config);
+  const RunDirectory no_optimizer = fresh_run("no-optimizer");
+  std::filesystem::remove(no_optimizer.optimizer());
+  CHECK_THROWS_WITH(run_training(again, data, config, no_optimizer, true),
+                    Catch::Contains("cannot be resumed: its optimizer state") &&
+                        Catch::Contains("optimizer.safetensors' is missing") &&
+                        Catch::Contains("saved step 4") && Catch::Contains("start over"));
+  CHECK(std::filesystem::exists(no_optimizer.checkpoint(4)));  // nothing overwritten
+  CHECK(read_eval_log(no_optimizer.log()).size() == 3);
+
+  const RunDirectory no_checkpoint = fresh_run("no-checkpoint");
+  std::filesystem::remove(no_checkpoint.checkpoint(4));
+  CHECK_THROWS_WITH(run_training(again, data, config, no_checkpoint, true),
+                    Catch::Contains("cannot be resumed: the checkpoint of its saved step 4") &&
+                        Catch::Contains("is missing"));
+
+  const RunDirectory damaged = fresh_run("damaged");
+  write_file_atomically(damaged.optimizer(), "not a safetensors file");
+  CHECK_THROWS_WITH(run_training(again, data, config, damaged, true),
+                    Catch::Contains("cannot be resumed: its optimizer state") && Catch::Contains("cannot be read"));
   std::filesystem::remove_all(base);
 }
 
@@ -530,4 +573,63 @@ TEST_CASE("the copy probe's control: no drop for a model that reads nothing far 
     return loss;
   };
   CHECK(std::abs(mean_loss(0) - mean_loss(10)) > 1e-3);
+}
+
+TEST_CASE("a stop between a step's accumulated micro-batches abandons the step, and the run resumes to the "
+          "uninterrupted run's bits") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 8;
+  config.eval_every = 4;
+  config.grad_accum = 4;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-stop-in-accumulation";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .dropout = 0.1};
+  Model whole(model_config), stopped(model_config);
+  run_training(whole, data, config, RunDirectory(base / "whole"), false);
+
+  TrainingCallbacks stop;
+  std::int64_t steps_seen = 0;
+  int polls_after_step_5 = 0;
+  stop.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+  // the poll after step 5, then the one after step 6's first micro-batch: stop there
+  stop.should_stop = [&] { return steps_seen == 5 && ++polls_after_step_5 == 2; };
+  const RunDirectory split(base / "split");
+  try {
+    run_training(stopped, data, config, split, false, stop);
+    FAIL("run_training did not stop");
+  } catch (const Interrupted& e) {
+    CHECK(e.step() == 5);
+  }
+  CHECK(steps_seen == 5);  // step 6 was not reported: it was abandoned
+  CHECK(std::filesystem::exists(split.checkpoint(5)));
+  Model resumed(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 99, .dropout = 0.1});
+  run_training(resumed, data, config, split, true);
+  CHECK(parameters_of(resumed) == parameters_of(whole));
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("a run directory another process writes is refused, naming the holder, and nothing of it is written") {
+  const CharDataset data(corpus());
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-lock";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
+  Model model(model_config);
+  {
+    // an flock belongs to its open file, so this process's own second lock stands in for another process's
+    const DirectoryLock other(base);
+    REQUIRE(other.held());
+    CHECK_THROWS_WITH(run_training(model, data, small_config(), RunDirectory(base), false),
+                      Catch::Contains("the directory '" + base.string() + "' is in use by another process (process " +
+                                      std::to_string(::getpid()) + " on ") &&
+                          Catch::Contains("choose another directory"));
+    CHECK_FALSE(std::filesystem::exists(RunDirectory(base).log()));
+    CHECK_FALSE(std::filesystem::exists(RunDirectory(base).checkpoint(0)));
+  }
+  const RunDirectory run(base);  // the lock ended with its holder
+  run.lock();
+  run.lock();  // a program's lock, then run_training's: the same lock, kept
+  CHECK_NOTHROW(run_training(model, data, small_config(), run, false));
+  CHECK_THROWS_WITH(DirectoryLock(base), Catch::Contains("is in use by another process"));
+  std::filesystem::remove_all(base);
 }

@@ -48,12 +48,25 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def load(study):
-    with open(os.path.join(study, "summary.json")) as f:
-        summary = json.load(f)
+    """The study's summary and records; a folder that holds no summary yet, or none with a run,
+    ends the program with a message saying so."""
+    if not os.path.isdir(study):
+        sys.exit(f"plot_study.py: '{study}' is not a folder; give a study's --out folder")
+    path = os.path.join(study, "summary.json")
+    try:
+        with open(path) as f:
+            summary = json.load(f)
+    except FileNotFoundError:
+        sys.exit(f"plot_study.py: '{study}' holds no summary.json; the study writes it when its runs are done "
+                 "(study --summary-only writes it for the runs finished so far)")
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"plot_study.py: cannot read '{path}': {e}")
     records = []
     for path in sorted(glob.glob(os.path.join(study, "records", "*.json"))):
         with open(path) as f:
             records.append(json.load(f))
+    if not records:
+        sys.exit(f"plot_study.py: the study in '{study}' has no finished run yet; nothing to plot")
     return summary, records
 
 

@@ -3,10 +3,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <posenc/lists.hpp>
@@ -100,10 +104,11 @@ class RunOptions {
     add(app.add_option("--decay-on", decay_on_,
                        "all parameters (PyTorch's AdamW on model.parameters()), or matrices only (nanoGPT: not "
                        "biases, layer norms or an encoding's scalars)")
-            ->check(CLI::IsMember({"all", "matrices"})));
+            ->check(CLI::IsMember({"all", "matrices"})),
+        true, "weight_decay_scope");
     add(app.add_option("--beta1", t.beta1, "AdamW's beta1")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
     add(app.add_option("--beta2", t.beta2, "AdamW's beta2")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
-    add(app.add_option("--adam-eps", t.eps, "AdamW's epsilon")->check(positive_number));
+    add(app.add_option("--adam-eps", t.eps, "AdamW's epsilon")->check(positive_number), true, "eps");
     add(app.add_option("--grad-clip", grad_clip_,
                        "Clip the gradients' global L2 norm to this, as torch.nn.utils.clip_grad_norm_ (nanoGPT: 1) "
                        "[none]")
@@ -153,13 +158,27 @@ class RunOptions {
     if (app_.count("--embedding-std") == 0) run_.embedding_std = posenc::default_embedding_std(run_.init);
   }
   const std::vector<std::string>& names() const { return names_; }
+  // The option that sets the config.json key `key` (lr → --lr, weight_decay_scope → --decay-on),
+  // if one of these does.
+  std::optional<std::string> option_for(std::string_view key) const {
+    for (const auto& [option, config_key] : keys_)
+      if (config_key == key) return option;
+    return std::nullopt;
+  }
 
  private:
   // show_default false where the value would mislead in --help (a default that depends on another
-  // option, or none; the description says it).
-  void add(CLI::Option* option, bool show_default = true) {
+  // option, or none; the description says it). config_key: the option's key in config.json, when
+  // it is not the option's name with underscores (--lr-schedule: lr_schedule).
+  void add(CLI::Option* option, bool show_default = true, std::string_view config_key = {}) {
     if (show_default) option->capture_default_str();
     names_.push_back(option->get_name());
+    std::string key(config_key);
+    if (key.empty()) {
+      key = names_.back().substr(2);
+      std::replace(key.begin(), key.end(), '-', '_');
+    }
+    keys_.emplace_back(names_.back(), std::move(key));
   }
   CLI::App& app_;
   posenc::RunConfig& run_;
@@ -170,6 +189,7 @@ class RunOptions {
   std::string precision_ = posenc::precision_name(run_.precision);
   double grad_clip_ = 1.0;
   std::vector<std::string> names_;
+  std::vector<std::pair<std::string, std::string>> keys_;  // option → its config.json key
 };
 
 }  // namespace examples

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <new>
 #include <string>
 
 #include <posenc/config.hpp>
@@ -56,13 +57,17 @@ class World {
 
 // A program's last words on an error: "<program>: <what>" on stderr and exit status 2; under mpirun
 // the rank is named and the whole job ends, since the other ranks would wait for this one forever.
-inline int fail_and_exit(const World& world, const char* program, const std::exception& error) {
+inline int fail_and_exit(const World& world, const char* program, const std::exception& caught) {
   std::fflush(stdout);
+  // an allocation past what the memory checks foresaw: say so in words, not as "std::bad_alloc"
+  const posenc::Error out_of_memory(
+      "out of memory: an allocation failed (std::bad_alloc); lower --batch, --context or the lengths evaluated");
+  const std::exception& error = dynamic_cast<const std::bad_alloc*>(&caught) != nullptr ? out_of_memory : caught;
   if (world.size() > 1) {
-    std::fprintf(stderr, "\n%s (rank %d): %s\n", program, world.rank(), error.what());
+    std::fprintf(stderr, "%s (rank %d): %s\n", program, world.rank(), error.what());
     world.abort(2);
   }
-  std::fprintf(stderr, "\n%s: %s\n", program, error.what());
+  std::fprintf(stderr, "%s: %s\n", program, error.what());
   return 2;
 }
 

@@ -27,6 +27,7 @@
 #include "../common/compute.hpp"
 #include "../common/rope_options.hpp"
 #include "../common/run_options.hpp"
+#include "../common/shell_quote.hpp"
 #include "../common/stop_signal.hpp"
 #include "../common/task_options.hpp"
 #include "../common/world.hpp"
@@ -147,6 +148,14 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                             : out_given;
   const posenc::RunDirectory run(out, options.keep_checkpoints);
   const std::string config_path = (run.dir() / "config.json").string();
+  // Another process's run in the folder is refused, rather than the two writing one folder (or a
+  // resume running beside the run it continues): locked before its files are read or checked, or,
+  // for a new folder, once it is created, after the checks (a refused run writes nothing).
+  if (root && std::filesystem::exists(run.dir())) run.lock();
+  const auto refuse_existing_run = [&] {
+    if (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))
+      posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
+  };
   if (root && options.resume) {
     config = config_from_file(config_path);
     if (steps_given > 0 && steps_given != config.train.steps && config.train.schedule.depends_on_length())
@@ -158,8 +167,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
       if (const auto log = posenc::read_eval_log(run.log()); !log.empty() && log.back().step > config.train.steps)
         posenc::fail("--steps ", config.train.steps, ": the run in '", out, "' is already at step ", log.back().step,
                      "; give more steps to continue it");
-  } else if (root && (std::filesystem::exists(run.optimizer()) || std::filesystem::exists(run.log()))) {
-    posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
+  } else if (root) {
+    refuse_existing_run();
   }
   if (group != nullptr) {  // rank 0's configuration (from config.json when resuming) for every rank
     std::string text = root ? posenc::to_json(config).dump() : std::string();
@@ -215,7 +224,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
     posenc::fail("--context ", config.train.context, ": task ", posenc::to_string(*config.task),
                  " has examples of up to ", task->context(), " inputs; leave --context out to train on all of them");
   if (root) {
-    std::filesystem::create_directories(run.dir());
+    run.lock();  // creates the folder
+    if (!options.resume) refuse_existing_run();  // a run that began in it since the check above
     nlohmann::json json = posenc::to_json(config);
     json["compute"] = examples::compute_json();  // this session's machine; not read back on resume
     posenc::write_file_atomically(config_path, json.dump(2) + "\n");
@@ -231,9 +241,12 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                      std::to_string(config.init_from.step) + ", context " +
                                      std::to_string(config.init_from.context) + ")";
   const std::string on_task = config.task ? " on task " + posenc::to_string(*config.task) : "";
+  // a resume with no state saved yet (its first save never finished) starts from step 0: say so
+  const bool from_start = options.resume && !std::filesystem::exists(run.optimizer());
   if (root)
     std::printf("%s %s%s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
-                options.resume ? "resuming" : "training", config.posenc.c_str(), on_task.c_str(),
+                !options.resume ? "training" : from_start ? "resuming (no state saved yet: from step 0)" : "resuming",
+                config.posenc.c_str(), on_task.c_str(),
                 model->parameter_count(), config.layers, config.dim, config.heads, config.train.context,
                 static_cast<long long>(config.train.steps),
                 group != nullptr ? (", data-parallel over " + std::to_string(group->size()) + " ranks").c_str() : "",
@@ -257,8 +270,8 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                       : " --threads " + std::to_string(posenc::num_threads());
       std::fprintf(stderr, "interrupted at step %lld of %lld; the run is saved: continue it with\n"
                    "  %s train --resume --out %s%s\n",
-                   static_cast<long long>(stopped.step()), static_cast<long long>(config.train.steps), program_name,
-                   out.c_str(), threads.c_str());
+                   static_cast<long long>(stopped.step()), static_cast<long long>(config.train.steps),
+                   examples::shell_quote(program_name).c_str(), examples::shell_quote(out).c_str(), threads.c_str());
     }
     return 130;
   }
@@ -344,6 +357,14 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
 // The copy probe (posenc::copy_probe) on the validation split at each distance.
 void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
                   const EvalOptions& o) {
+  for (const std::size_t n : o.copy_distances)  // every distance before the first is probed
+    if (2 * n <= model.max_context()) {  // else its row says the model cannot take it
+      try {
+        posenc::check_copy_probe_split(data.val().size(), n, o.copy_segments);
+      } catch (const posenc::Error& e) {
+        posenc::fail("--copy-probe ", n, ": ", e.what());
+      }
+    }
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
     std::printf("%s (%s, step %lld), trained context %zu: the copy probe, %zu segments of the validation split\n"
@@ -522,6 +543,7 @@ int main(int argc, char** argv) {
   using namespace shakespeare;
   using namespace examples;
   const examples::World world(argc, argv);  // MPI under mpirun (data-parallel train)
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // redirected too, lines in order with stderr's
   program_name = argv[0];
   CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
   app.require_subcommand(1);

@@ -24,6 +24,9 @@ class Progress {
   // when its own output goes to a file, so MPI programs pass false)
   explicit Progress(std::FILE* out = stdout, bool redraw = true)
       : out_(out), terminal_(redraw && ::isatty(::fileno(out)) == 1), start_(Clock::now()) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress() { line_break(); }  // an error's message starts on a line of its own
 
   void step(const posenc::StepReport& r) {
     const std::string eta = this->eta(r);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -67,6 +68,7 @@ std::string join(const std::vector<T>& items) {
 
 int main(int argc, char** argv) {
   const examples::World world(argc, argv);  // MPI under mpirun: the runs spread over the ranks
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // redirected too, lines in order with stderr's
   CLI::App app{"Run the positional-encoding study: every variant × seed, resumable, then the statistics."};
   posenc::StudyDesign design;
   design.run.data = "data/tinyshakespeare/input.txt";
@@ -194,6 +196,11 @@ int main(int argc, char** argv) {
     }
     for (const std::string& axis : grid) design.grid.push_back(posenc::parse_grid_axis(axis));
     for (const std::string& point : grid_list) design.grid_list.push_back(posenc::parse_grid_point(point));
+    // a setting a crossed grid sets in every run is not also given alone (which every run would
+    // ignore); beside --grid-point it is the baseline's, which the points are compared with
+    for (const posenc::GridAxis& axis : design.grid)
+      if (const auto option = run_options.option_for(axis.name); option && app.count(*option) > 0)
+        posenc::fail(*option, ": --grid ", axis.name, " sets it in every run; give its values in --grid only");
     if (app.count("--embedding-std") > 0)
       for (const posenc::GridPoint& point : posenc::study_points(design))
         if (point.sets("init") && !point.sets("embedding_std"))
@@ -202,6 +209,9 @@ int main(int argc, char** argv) {
     posenc::validate_design(design);  // before the corpus is read
     if (design.run.precision == posenc::Precision::bf16)
       if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
+    // another study writing the folder is refused; a --summary-only look at one still running is not
+    std::optional<posenc::DirectoryLock> study_lock;
+    if (world.rank() == 0 && !summary_only) study_lock.emplace(out);
     const posenc::StudyRunner runner(design, out,
                                      design.run.reads_corpus() ? posenc::read_text_file(design.run.data) : "",
                                      examples::make_model);
@@ -257,8 +267,16 @@ int main(int argc, char** argv) {
     };
     if (examples::stop_requested()) return interrupted();
     // the finished runs' evaluations after training, as many at once as runs trained
-    const std::vector<posenc::RunRecord> records = runner.records(
-        !summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs), examples::stop_requested);
+    const auto on_evaluated = [&](const std::string& run, std::size_t entries, std::size_t checked) {
+      std::printf("evaluated %s after training: %zu new %s (%zu/%zu runs checked)\n", run.c_str(), entries,
+                  entries == 1 ? "entry" : "entries", checked, planned);
+    };
+    if (!summary_only && (!design.extrapolate.empty() || !design.copy_probe.empty() ||
+                          !posenc::tested_task_lengths(design).empty()))
+      std::printf("checking that every finished run has the evaluations after training\n");
+    const std::vector<posenc::RunRecord> records =
+        runner.records(!summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs),
+                       examples::stop_requested, on_evaluated);
     if (examples::stop_requested()) return interrupted();
     std::string markdown;
     if (!posenc::has_grid(design)) {

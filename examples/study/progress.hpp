@@ -29,6 +29,11 @@ class StudyProgress final : public posenc::StudyObserver {
                 std::string prefix = "")
       : total_(total_runs), done_(done), remaining_steps_(remaining_steps), prefix_(std::move(prefix)),
         terminal_(redraw && ::isatty(::fileno(stdout)) == 1), start_(Clock::now()) {}
+  StudyProgress(const StudyProgress&) = delete;
+  StudyProgress& operator=(const StudyProgress&) = delete;
+  ~StudyProgress() override {  // an error's message starts on a line of its own
+    if (dirty_) std::fputc('\n', stdout);
+  }
 
   bool stop_requested() override { return examples::stop_requested(); }
 

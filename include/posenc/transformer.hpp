@@ -46,6 +46,7 @@
 
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
+#include "posenc/io/directory_lock.hpp"
 #include "posenc/io/safetensors.hpp"
 
 #include "posenc/train/adamw.hpp"

@@ -6,6 +6,7 @@ edit_checkpoint.py IN OUT header TEXT           replace the JSON header by TEXT
 edit_checkpoint.py IN OUT meta KEY VALUE        set a __metadata__ entry
 edit_checkpoint.py IN OUT shape NAME D0,D1,...  change a tensor's shape (its data stays)
 edit_checkpoint.py IN OUT rename NAME NEW       rename a tensor
+edit_checkpoint.py IN OUT nan NAME              set the first value of a float32 tensor to NaN
 """
 import json
 import struct
@@ -29,6 +30,9 @@ def main():
         header["__metadata__"][args[0]] = args[1]
     elif action == "shape":
         header[args[0]]["shape"] = [int(d) for d in args[1].split(",")]
+    elif action == "nan":
+        start = header[args[0]]["data_offsets"][0]
+        body = body[:start] + struct.pack("<f", float("nan")) + body[start + 4 :]
     elif action == "rename":
         header[args[1]] = header.pop(args[0])
     else:

@@ -136,16 +136,19 @@ start_and_signal() {
   for signal in "$@"; do kill "-$signal" "$pid"; done
   wait "$pid"
 }
-start_and_signal sigint INT
+# The folder's name needs quoting: the printed command, run by the shell as printed, resumes it.
+start_and_signal "sig int;x" INT
 status=$?
-stopped_at=$(python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); print(json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]["optimizer_step"])' sigint/optimizer.safetensors)
-if [ "$status" -eq 130 ] && grep -q "interrupted at step $stopped_at of 1000" sigint.err &&
-   grep -q "train --resume --out sigint" sigint.err && [ "$stopped_at" -gt 0 ] && [ "$stopped_at" -lt 1000 ] &&
-   [ -f "sigint/checkpoint-step$(printf %06d "$stopped_at").safetensors" ] &&
-   "$bin" train --resume --out sigint > sigint-resume.log 2>&1 && cmp -s sigint/model.safetensors sigint-whole/model.safetensors; then
-  pass "Ctrl-C saves the step it stopped at and exits 130; the resumed run equals the uninterrupted one"
+stopped_at=$(python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); print(json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]["optimizer_step"])' "sig int;x/optimizer.safetensors")
+resume_command=$(sed -n 's/^  \(.* train --resume .*\)$/\1/p' "sig int;x.err")
+if [ "$status" -eq 130 ] && grep -q "interrupted at step $stopped_at of 1000" "sig int;x.err" &&
+   grep -q "train --resume --out 'sig int;x'" "sig int;x.err" && [ "$stopped_at" -gt 0 ] && [ "$stopped_at" -lt 1000 ] &&
+   [ -f "sig int;x/checkpoint-step$(printf %06d "$stopped_at").safetensors" ] &&
+   eval "$resume_command" > sigint-resume.log 2>&1 && [ ! -e "sig int" ] &&
+   cmp -s "sig int;x/model.safetensors" sigint-whole/model.safetensors; then
+  pass "Ctrl-C saves the step it stopped at, exits 130 and prints a resume command the shell runs as is; the resumed run equals the uninterrupted one"
 else
-  failed "Ctrl-C: exit $status at step $stopped_at: $(cat sigint.err) $(tail -2 sigint-resume.log)"
+  failed "Ctrl-C: exit $status at step $stopped_at: $(cat "sig int;x.err") $(tail -2 sigint-resume.log)"
 fi
 start_and_signal sigterm-twice TERM TERM
 status=$?
@@ -156,14 +159,53 @@ else
   failed "second signal: exit $status: $(cat sigterm-twice.err)"
 fi
 
-# A run whose first save never finished (a full disk at step 0 leaves no optimizer state) resumes
-# from the start instead of failing, and gives the uninterrupted run's model.
+# A run folder has one writer: while a run trains, a second train or a --resume into its folder is
+# refused, naming the process, and leaves the folder as it was.
+"$bin" train "${long[@]}" --out busy > busy.log 2> busy.err &
+busy_pid=$!
+while [ ! -f busy/checkpoint-step000000.safetensors ] && kill -0 "$busy_pid" 2> /dev/null; do sleep 0.02; done
+cp busy/config.json busy-config.json
+expect_error "a second train into a running run's folder" "the directory 'busy' is in use by another process (process $busy_pid on" \
+  "$bin" train "${long[@]}" --out busy
+expect_error "a --resume into a running run's folder" "is in use by another process (process $busy_pid" \
+  "$bin" train --resume --out busy
+if cmp -s busy/config.json busy-config.json && kill -0 "$busy_pid" 2> /dev/null; then
+  pass "the refused runs left the running run's folder as it was"
+else
+  failed "a refused run changed busy/config.json or stopped the running run"
+fi
+kill -INT "$busy_pid"
+wait "$busy_pid"
+if "$bin" train --resume --out busy > busy-resume.log 2>&1 && cmp -s busy/model.safetensors sigint-whole/model.safetensors; then
+  pass "once its process has ended the run folder is free again: --resume finishes it"
+else
+  failed "resume after the lock's holder ended: $(tail -2 busy-resume.log)"
+fi
+
+# A run whose first save never finished (a full disk at step 0 leaves step 0's checkpoint and log
+# but no optimizer state) resumes from the start instead of failing, says so, and gives the
+# uninterrupted run's model. Once a later step was saved, a lost optimizer state is refused
+# instead: starting over would overwrite the run's checkpoints and log.
 "$bin" train "${tiny[@]}" --data corpus.txt --steps 30 --out no-state > /dev/null 2>&1
-rm -f no-state/optimizer.safetensors
-if "$bin" train --resume --out no-state > no-state.log 2>&1 && cmp -s no-state/model.safetensors full/model.safetensors; then
-  pass "--resume of a run with no complete state yet starts it over"
+cp -r no-state lost-state
+rm -f no-state/optimizer.safetensors no-state/model.safetensors
+find no-state -name 'checkpoint-step*' ! -name checkpoint-step000000.safetensors -delete
+head -1 lost-state/log.jsonl > no-state/log.jsonl
+if "$bin" train --resume --out no-state > no-state.log 2>&1 && grep -q "no state saved yet: from step 0" no-state.log &&
+   cmp -s no-state/model.safetensors full/model.safetensors; then
+  pass "--resume of a run with no complete state yet starts it over and says so"
 else
   failed "--resume without an optimizer state: $(tail -3 no-state.log)"
+fi
+rm lost-state/optimizer.safetensors
+cp lost-state/log.jsonl lost-log.jsonl
+expect_error "--resume of a run that lost its optimizer state after saving step 30" \
+  "its optimizer state 'lost-state/optimizer.safetensors' is missing, yet the run saved step 30" \
+  "$bin" train --resume --out lost-state
+if cmp -s lost-state/log.jsonl lost-log.jsonl; then
+  pass "the refused resume left the run's log as it was"
+else
+  failed "the refused resume rewrote lost-state/log.jsonl"
 fi
 
 # The first line names the GEMM backend, its kernel and the threads; config.json keeps them.
@@ -273,6 +315,21 @@ elif grep -q "needs about .* GiB to train; this machine has" err.txt && [ ! -e b
 else
   failed "a context too long for the machine's memory: $(head -c 300 err.txt); $(ls bad-memory 2>&1)"
 fi
+# Under an address-space limit (ulimit -v) the memory check counts what the limit leaves, so a
+# batch that fits the machine but not the limit is refused before it allocates (not under
+# AddressSanitizer, which needs far more address space than it uses).
+if ldd "$bin" | grep -q libasan; then
+  echo "# sanitizer build: the address-space limit is not exercised"
+else
+  (ulimit -v 3000000 && exec "$bin" train "${small[@]}" --batch 1048576 --context 64 --data corpus.txt --out bad-limit) \
+    > out.txt 2> err.txt
+  if grep -q "needs about .* GiB to train; this machine has .* GiB of memory available to it" err.txt &&
+     [ ! -e bad-limit ]; then
+    pass "a batch past an address-space limit is refused before anything is written"
+  else
+    failed "a batch past ulimit -v: $(head -c 300 err.txt)"
+  fi
+fi
 mkdir -p a-directory
 expect_error "a directory as the data file" "data file 'a-directory' is a directory" \
   "$bin" train "${tiny[@]}" --data a-directory --out bad-dir
@@ -330,6 +387,9 @@ python3 "$here/edit_checkpoint.py" "$ck" layers.safetensors meta layers 7
 expect_error "a model size the binary cannot build" "not built for a model of 7 layers" "$bin" sample --checkpoint layers.safetensors
 python3 "$here/edit_checkpoint.py" "$ck" renamed.safetensors rename lm_head.bias lm_head.b
 expect_error "a missing tensor" "has no tensor 'lm_head.bias'" "$bin" sample --checkpoint renamed.safetensors
+python3 "$here/edit_checkpoint.py" "$ck" nan.safetensors nan lm_head.bias
+expect_error "a checkpoint holding NaN" "tensor 'lm_head.bias' holds nan at element 0: the model it saved had diverged" \
+  "$bin" eval --checkpoint nan.safetensors --data corpus.txt
 
 "$bin" train --posenc learned --layers 2 --dim 64 --heads 4 --batch 4 --context 16 --eval-every 5 --eval-iters 2 --steps 5 --data corpus.txt --out learned > /dev/null 2>&1
 expect_error "a context larger than a Learned model's table" "rows of its position table" "$bin" eval --checkpoint learned/model.safetensors --data corpus.txt --context 32
@@ -384,6 +444,14 @@ expect_error "a trailing comma in --copy-probe" "--copy-probe: an empty item in 
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,
 expect_error "a length with a space inside" "--contexts: '1 6' has a space inside" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --contexts "1 6, 64"
+expect_error "a copy-probe distance too long for the split, after one that fits" \
+  "--copy-probe 100000: copy_probe: the split has" \
+  "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,100000
+if [ ! -s out.txt ]; then
+  pass "every copy-probe distance is checked before the first is probed"
+else
+  failed "the copy probe ran before refusing a later distance: $(head -3 out.txt)"
+fi
 expect_error "a distance below 2" "--copy-probe: must be a whole number in [2, 1048576], got '1'" \
   "$bin" eval --checkpoint full/model.safetensors --data corpus.txt --copy-probe 8,1
 expect_error "--top-p under greedy sampling" "--top-p: --temperature 0 always picks the most likely character" \

@@ -162,7 +162,12 @@ expect_error "a seed with a space inside" "--seeds: '13 37' has a space inside" 
 expect_error "an empty variant" "--variants: an empty item in 'rope,,alibi'" "$bin" --variants rope,,alibi --out bad
 expect_error "an empty length" "--extrapolate: an empty item in '128,'" "$bin" --variants rope --extrapolate 128, --out bad
 expect_error "extended seed without a base run" "not among --seeds" "$bin" --variants rope --seeds 1,2 --extended-seeds 7 --data corpus.txt --out bad
-expect_error "a study directory of another design" "another configuration" "$bin" "${design[@]}" --lr 0.5 --out whole
+expect_error "a setting given alone and crossed by --grid" "--lr: --grid lr sets it in every run" \
+  "$bin" --variants rope --grid lr=1e-3,3e-3 --lr 0.01 --data corpus.txt --out bad
+expect_error "a renamed setting given alone and crossed by --grid" "--decay-on: --grid weight_decay_scope sets it" \
+  "$bin" --variants rope --grid weight_decay_scope=all,matrices --decay-on all --data corpus.txt --out bad
+expect_error "a study directory of another design, the changed setting named" "another configuration (lr: " \
+  "$bin" "${design[@]}" --lr 0.5 --out whole
 
 # A task study: each final model tested at every length to 8 × the trained, the accuracy summarized
 task_design=(--task copy --task-lengths 1-3 --variants rope,learned --seeds 1,2 --steps 30 --extended-steps 0
@@ -212,6 +217,19 @@ if [ -n "$python" ]; then
   else
     failed "grid plot: $(tail -5 grid-plot.log)"
   fi
+  # a folder that is no study, one before its summary and one without a finished run: a message, no traceback
+  mkdir -p no-summary
+  "$bin" --variants nope --seeds 1 --steps 10 --extended-steps 0 --layers 2 --dim 64 --heads 4 --data corpus.txt \
+    --summary-only --out not-run > /dev/null 2>&1
+  for case in "missing:is not a folder" "no-summary:holds no summary.json" "not-run:has no finished run yet"; do
+    if "$python" "$root/tools/plot_study.py" "${case%%:*}" > empty-plot.log 2>&1; then
+      failed "plot_study.py on ${case%%:*} succeeded"
+    elif grep -q "${case#*:}" empty-plot.log && ! grep -q Traceback empty-plot.log; then
+      pass "plot_study.py on ${case%%:*} says why there is nothing to plot"
+    else
+      failed "plot_study.py on ${case%%:*}: $(tail -3 empty-plot.log)"
+    fi
+  done
 else
   echo "# matplotlib is not installed: the plot script is not exercised"
 fi

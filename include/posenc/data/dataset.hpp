@@ -25,6 +25,9 @@ inline std::string read_text_file(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
     fail("data file '", path, "' is a directory; expected a text file (e.g. data/tinyshakespeare/input.txt)");
+  // a device, pipe or socket may never end (/dev/zero) and cannot be read again on --resume
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    fail("data file '", path, "' is not a regular file (a device, pipe or socket); expected a text file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open data file '", path, "' for reading");
   std::ostringstream buffer;

@@ -1,6 +1,8 @@
 // save_checkpoint / load_parameters / read_checkpoint_info: a model as safetensors with nanoGPT's names.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -217,6 +219,11 @@ void load_parameters(Model& model, const SafetensorsFile& file) {
       fail("checkpoint '", file.source(), "' has no tensor '", e.name, "', which a ",
            Model::encoding_name(), " model needs");
     file.read_into(e.name, e.shape, model.parameters()[e.slot]);
+    const auto* values = model.parameters()[e.slot];
+    const auto* end = values + e.slot.size;
+    if (const auto* bad = std::find_if(values, end, [](auto x) { return !std::isfinite(x); }); bad != end)
+      fail("checkpoint '", file.source(), "' tensor '", e.name, "' holds ", *bad, " at element ", bad - values,
+           ": the model it saved had diverged, and every output of it would be NaN");
   }
   for (const SafetensorsEntry& entry : file.entries())
     if (!table.contains(entry.name))

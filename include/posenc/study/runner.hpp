@@ -133,9 +133,9 @@ class StudyRunner {
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const RunSpec& spec = plan_[i];
       if (const auto record = load_record(paths_.record(spec))) {
-        if (!record->config.same_run(config(spec)))
+        if (const RunConfig now = config(spec); !record->config.same_run(now))
           fail("'", paths_.record(spec).string(), "' holds a run made with another configuration (",
-               to_json(record->config).dump(), "); use another --out or delete it");
+               record->config.differences(now), "); use another --out or delete it");
         continue;
       }
       pending.push_back(i);
@@ -259,9 +259,13 @@ class StudyRunner {
   // accuracy at each tested length and, for a rotary base run, all again under each of extrapolate_rope (over the
   // checkpoint's own settings: rope_scaling_over). The checkpoint is read only when something is missing. The record is
   // written to its file after each entry it adds, so a stop loses only the entry in progress; should_stop is asked
-  // before every batch (EvaluationStopped).
-  void evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
-    const auto saved = [&] { write_record(record, paths_.record(spec)); };
+  // before every batch (EvaluationStopped). Returns the number of entries added or made again.
+  std::size_t evaluate_final_model(RunRecord& record, const RunSpec& spec, const StopCheck& should_stop = {}) const {
+    std::size_t made = 0;
+    const auto saved = [&] {
+      write_record(record, paths_.record(spec));
+      ++made;
+    };
     std::optional<CheckpointInfo> info;
     std::unique_ptr<AnyModel> model;  // made when something is missing
     auto model_under = [&](const RopeScaling& scaling) -> AnyModel& {
@@ -334,6 +338,7 @@ class StudyRunner {
         saved();
       }
     }
+    return made;
   }
 
   // Executes plan()[index] and records it; a failed run is reported and added to `failures`.
@@ -389,15 +394,19 @@ class StudyRunner {
   // rewritten (its checkpoint must be here), `jobs` records at a time; a record that cannot be is
   // added to `failures` and kept as it is. A file that is not a record is an error (the first in
   // plan order). When should_stop asks, the records not yet evaluated are returned as they are
-  // (the caller, which asked, is expected not to summarize them).
+  // (the caller, which asked, is expected not to summarize them). on_evaluated(run, entries,
+  // checked) follows each run the evaluation added entries to (`checked`: the runs of the plan
+  // taken up so far), from the job that evaluated it: a long evaluation phase shows its progress.
+  using OnEvaluated = std::function<void(const std::string& run, std::size_t entries, std::size_t checked)>;
   std::vector<RunRecord> records(bool evaluate_finished, StudyFailures& failures, std::size_t jobs = 1,
-                                 const StopCheck& should_stop = {}) const {
+                                 const StopCheck& should_stop = {}, const OnEvaluated& on_evaluated = {}) const {
     std::vector<std::optional<RunRecord>> found(plan_.size());
     std::vector<std::exception_ptr> errors(plan_.size());
-    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> next{0}, checked{0};
     const auto collect = [&] {
       for (std::size_t i = next++; i < plan_.size(); i = next++) {
         const RunSpec& spec = plan_[i];
+        const std::size_t seen = ++checked;
         try {
           found[i] = load_record(paths_.record(spec));
         } catch (...) {
@@ -406,7 +415,8 @@ class StudyRunner {
         }
         if (!found[i] || !evaluate_finished || spec.steps != design_.steps) continue;
         try {
-          evaluate_final_model(*found[i], spec, should_stop);
+          const std::size_t entries = evaluate_final_model(*found[i], spec, should_stop);
+          if (entries > 0 && on_evaluated) on_evaluated(spec.id(), entries, seen);
         } catch (const EvaluationStopped&) {  // the record keeps what was evaluated before the stop
         } catch (const std::exception& e) {
           failures.add(spec.id() + " (evaluation after training): " + e.what());

@@ -116,22 +116,29 @@ struct CopyProbe {
   double drop = 0, drop_sd = 0;                     // control − second copy, per segment
 };
 
+// Whether a split of `split_tokens` tokens holds `segments` segments of `distance` for the copy
+// probe: an error saying why not, so that a program can check every distance before probing one.
+inline void check_copy_probe_split(std::size_t split_tokens, std::size_t distance, std::size_t segments) {
+  if (distance < 2) fail("copy_probe: the distance must be at least 2, got ", distance);
+  if (segments == 0) fail("copy_probe: the segments must be positive");
+  if (split_tokens < distance * segments)
+    fail("copy_probe: the split has ", split_tokens, " tokens, too few for ", segments, " segments of ", distance);
+  if (split_tokens < 3 * distance)
+    fail("copy_probe: the split has ", split_tokens, " tokens, too few for a segment of ", distance,
+         " and a control segment half the split away (", 3 * distance, " needed)");
+}
+
 // `batch` segments (2 × batch sequences, each probe with its control) per forward pass;
 // should_stop is asked before every batch.
 template <class Model>
 CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
                      std::size_t batch = 8, const StopCheck& should_stop = {}) {
-  if (distance < 2) fail("copy_probe: the distance must be at least 2, got ", distance);
-  if (segments == 0 || batch == 0) fail("copy_probe: the segments and the batch must be positive");
+  check_copy_probe_split(tokens.size(), distance, segments);
+  if (batch == 0) fail("copy_probe: the batch must be positive");
   const std::size_t length = 2 * distance;
   if (length > model.max_context())
     fail("copy_probe: a distance of ", distance, " needs ", length, " positions; the model accepts ",
          model.max_context());
-  if (tokens.size() < distance * segments)
-    fail("copy_probe: the split has ", tokens.size(), " tokens, too few for ", segments, " segments of ", distance);
-  if (tokens.size() < 3 * distance)
-    fail("copy_probe: the split has ", tokens.size(), " tokens, too few for a segment of ", distance,
-         " and a control segment half the split away (", 3 * distance, " needed)");
   const std::size_t V = model.vocab_size();
   const std::size_t last_start = tokens.size() - distance;  // a segment starts in [0, last_start]
   const std::size_t spacing = last_start / segments;

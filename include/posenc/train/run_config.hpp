@@ -1,6 +1,7 @@
 // RunConfig: everything that determines a training run's numbers, and its JSON, which every program reads and writes.
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +84,9 @@ struct RunConfig {
     return a == b;
   }
   bool operator==(const RunConfig&) const = default;
+  // The settings in which `other` is another run than this, as "key: this's → other's" joined by
+  // "; " (config.json's keys, e.g. "lr: 0.001 → 0.003"), for an error that names them.
+  std::string differences(const RunConfig& other) const;
 
   // About how many bytes training takes: the batch's logits and tokens, and one chunk of
   // sequences' saved activations (ModelConfig::chunk, 8), where attention's (heads, T, T)
@@ -91,22 +97,49 @@ struct RunConfig {
     const double L = static_cast<double>(layers), H = static_cast<double>(heads);
     const double chunk = std::min(B, 8.0);
     const double floats = B * T * V + chunk * T * (L * (16 * D + H * T) + (L + 1) * D + 3 * V + 6 * D);
-    return 4 * floats + 3 * 4 * B * (T + 1);
+    // the batch's tokens (inputs, targets and a copy: 3 × 4 bytes), and 16 bytes a token more: the
+    // peak memory grew by 18.1 KB a window where this had 17.4 (the study's model, context 64,
+    // batch 8 against 8192, 2026-12-05)
+    return 4 * floats + 3 * 4 * B * (T + 1) + 16 * B * T;
   }
 };
 
-// Throws posenc::Error when training `config` would need more memory than the machine has, naming
-// the sizes that ask for it, so that a typo in --batch or --context fails before anything is
-// written instead of as an allocation failure deep inside.
+// The bytes this process may still allocate: what the kernel reports available (MemAvailable: free
+// memory and the caches it can drop), less than that when an address-space limit (ulimit -v)
+// leaves less; the physical memory when /proc is not there to ask.
+inline double allocatable_bytes() {
+  const double page = static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  double available = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * page;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    double kib = 0;
+    if (key == "MemAvailable:" && meminfo >> kib) {
+      available = std::min(available, kib * 1024);
+      break;
+    }
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    double mapped = 0;  // the address space already taken: /proc/self/statm's first field, in pages
+    std::ifstream("/proc/self/statm") >> mapped;
+    available = std::min(available, std::max(0.0, static_cast<double>(limit.rlim_cur) - mapped * page));
+  }
+  return available;
+}
+
+// Throws posenc::Error when training `config` would need more memory than this process can get
+// (allocatable_bytes), naming the sizes that ask for it, so that a typo in --batch or --context
+// fails before anything is written instead of as an allocation failure deep inside.
 inline void check_training_memory(const RunConfig& config, std::size_t vocab_size) {
   const double needed = config.training_bytes(vocab_size);
-  const double page = static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * page;
-  if (physical > 0 && needed > physical)
+  const double available = allocatable_bytes();
+  const double gib = double(1 << 30);
+  if (available > 0 && needed > available)
     fail("batch ", config.train.batch, " × context ", config.train.context, " (", config.layers, " layers, dim ",
-         config.dim, ", ", config.heads, " heads) needs about ", std::ceil(needed / double(1 << 30)),
-         " GiB to train; this machine has ", std::floor(physical / double(1 << 30)),
-         " GiB of memory: lower --batch or --context");
+         config.dim, ", ", config.heads, " heads) needs about ", std::ceil(10 * needed / gib) / 10,
+         " GiB to train; this machine has ", std::floor(10 * available / gib) / 10,
+         " GiB of memory available to it: lower --batch or --context");
 }
 
 // The data a run trains on: its task's examples (passkey's hidden in `text`; the other tasks take
@@ -138,6 +171,22 @@ inline nlohmann::json to_json(const RunConfig& c) {
                       {"context", c.init_from.context}};
   if (c.task) j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
   return j;
+}
+
+inline std::string RunConfig::differences(const RunConfig& other) const {
+  RunConfig a = *this, b = other;
+  a.data.clear();  // as same_run: the path may differ, the digest names the corpus
+  b.data.clear();
+  const nlohmann::json from = to_json(a), to = to_json(b);
+  std::string text;
+  for (const nlohmann::json& change : nlohmann::json::diff(from, to)) {  // RFC 6902 operations
+    const nlohmann::json::json_pointer at(change.at("path").get<std::string>());
+    std::string key = at.to_string().substr(1);
+    std::replace(key.begin(), key.end(), '/', '.');
+    const auto shown = [&at](const nlohmann::json& j) { return j.contains(at) ? j.at(at).dump() : "(none)"; };
+    text += (text.empty() ? "" : "; ") + key + ": " + shown(from) + " → " + shown(to);
+  }
+  return text;
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -101,14 +102,18 @@ class Trainer {
 
   // Trains from step() up to config().steps. on_step(StepReport) follows every step;
   // on_eval(EvalRecord) follows an evaluation at step 0, every eval_every steps and at the last
-  // step (one a restored run made is not repeated). should_stop() is asked after every step and
-  // before every batch of an evaluation, and may end the run early there — a stopped evaluation is
-  // abandoned, to be made when the run resumes; a process group stops when any of its processes
+  // step (one a restored run made is not repeated). should_stop() is asked after every step,
+  // between a step's accumulated micro-batches and before every batch of an evaluation, and may end
+  // the run early there — a stopped step or evaluation is abandoned (the sampler back where the
+  // step began), to be made when the run resumes; a process group stops when any of its processes
   // asks. Returns whether every step and evaluation was made.
   template <class OnStep, class OnEval, class ShouldStop>
   bool run(OnStep&& on_step, OnEval&& on_eval, ShouldStop&& should_stop) {
     start_ = Clock::now();
     const StopCheck stop_check = [&] { return static_cast<bool>(should_stop()); };
+    const StopCheck group_stop_check = [&] {  // the processes of a group stop together
+      return group_ != nullptr ? group_->any(should_stop()) : static_cast<bool>(should_stop());
+    };
     const auto evaluated = [&] {  // false: stopped during the evaluation
       try {
         const EvalRecord r = evaluate(stop_check);
@@ -122,13 +127,13 @@ class Trainer {
     if (evaluates_at(step()) && last_evaluated_ != step() && !evaluated()) return false;
     while (step() < config_.steps) {
       const auto t0 = Clock::now();
-      const StepReport report = train_one_step();
+      const std::optional<StepReport> report = train_one_step(group_stop_check);
       train_seconds_ += since(t0);
-      on_step(StepReport{report.step, report.total, report.loss, report.lr, report.grad_norm, elapsed_seconds(),
+      if (!report) return false;
+      on_step(StepReport{report->step, report->total, report->loss, report->lr, report->grad_norm, elapsed_seconds(),
                          tokens_per_second()});
       if (evaluates_at(step()) && !evaluated()) return false;
-      const bool stop = group_ != nullptr ? group_->any(should_stop()) : static_cast<bool>(should_stop());
-      if (stop && step() < config_.steps) return false;
+      if (group_stop_check() && step() < config_.steps) return false;
     }
     return true;
   }
@@ -149,7 +154,9 @@ class Trainer {
   // shard's share of a batch over the number of batches, so that the sums over batches and
   // processes are the mean of the batches' means. Returns this process's share of the mean loss.
   // A batch that scores only some targets (a task's) weighs its shard by the shard's share of them.
-  double accumulate_gradient() {
+  // nullopt: should_stop asked to stop between two micro-batches; the sampler is put back where
+  // the step began, so the step is made whole when the run resumes.
+  std::optional<double> accumulate_gradient(const StopCheck& should_stop) {
     std::size_t first = 0, last = config_.batch;
     if (group_ != nullptr) std::tie(first, last) = batch_shard(config_.batch, group_->rank(), group_->size());
     const double rows_share = static_cast<double>(last - first) / static_cast<double>(config_.batch);
@@ -159,7 +166,13 @@ class Trainer {
     // the dropout masks of the run's seed and this step, whatever model (and initialisation seed)
     // resumed it
     const std::uint64_t pass = DropoutMask::mix(config_.seed + DropoutMask::mix(static_cast<std::uint64_t>(step())));
+    const std::string sampler_at_start = config_.grad_accum > 1 ? sampler_->rng().state() : std::string();
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
+      if (k > 0 && should_stop()) {  // a long accumulation must not outlast a stop request
+        model_.clear_dropout_pass();
+        sampler_->rng().set_state(sampler_at_start);
+        return std::nullopt;
+      }
       sampler_->sample(batch_);
       // the masks of the step's whole batch: micro-batch k holds its sequences k·batch…, a shard first…
       model_.set_dropout_pass(pass, k * config_.batch + first);
@@ -183,9 +196,11 @@ class Trainer {
     return loss * weight;
   }
 
-  StepReport train_one_step() {
+  std::optional<StepReport> train_one_step(const StopCheck& should_stop) {
     StepReport r;
-    r.loss = accumulate_gradient();
+    const std::optional<double> loss = accumulate_gradient(should_stop);
+    if (!loss) return std::nullopt;
+    r.loss = *loss;
     if (group_ != nullptr) {
       auto& grads = model_.store().grads;
       group_->sum(grads.data(), grads.size());

@@ -1,12 +1,14 @@
 // run_training(): a Trainer bound to a run directory — JSON-lines log, checkpoints at every eval, exact resume.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -18,6 +20,7 @@
 #include "posenc/data/dataset.hpp"
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
+#include "posenc/io/directory_lock.hpp"
 #include "posenc/train/optimizer_state.hpp"
 #include "posenc/train/process_group.hpp"
 #include "posenc/train/trainer.hpp"
@@ -30,6 +33,7 @@ namespace posenc {
 //   optimizer.safetensors              AdamW's moments, step and the sampler's position at the
 //                                      latest evaluation: what --resume continues from
 //   model.safetensors                  the final model
+//   lock                               held by the process writing the run (DirectoryLock)
 // Checkpoints are kept for the newest `keep_checkpoints` evaluations and for the one with the
 // lowest validation estimate; older ones are deleted as new ones are written (0 keeps them all).
 class RunDirectory {
@@ -46,6 +50,27 @@ class RunDirectory {
     char name[64];
     std::snprintf(name, sizeof name, "checkpoint-step%06lld.safetensors", static_cast<long long>(step));
     return (dir_ / name).string();
+  }
+  // Takes the directory for this process until this RunDirectory and its later copies are gone;
+  // another process's run there is refused (DirectoryLock). A second call keeps the lock taken,
+  // so a program may lock before it writes its own files and run_training again.
+  void lock() const {
+    if (!lock_) lock_ = std::make_shared<const DirectoryLock>(dir_);
+  }
+  // The steps of the checkpoints in the directory, ascending.
+  std::vector<std::int64_t> checkpoint_steps() const {
+    std::vector<std::int64_t> steps;
+    std::error_code missing;  // no directory yet: no checkpoints
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, missing)) {
+      const std::string name = entry.path().filename().string();
+      long long step = 0;
+      int length = 0;
+      if (std::sscanf(name.c_str(), "checkpoint-step%lld.safetensors%n", &step, &length) == 1 &&
+          length == static_cast<int>(name.size()))
+        steps.push_back(step);
+    }
+    std::sort(steps.begin(), steps.end());
+    return steps;
   }
   // The step a resume continues from: the optimizer state's, or nullopt when none is saved yet.
   std::optional<std::int64_t> saved_step() const {
@@ -71,6 +96,7 @@ class RunDirectory {
  private:
   std::filesystem::path dir_;
   std::size_t keep_;
+  mutable std::shared_ptr<const DirectoryLock> lock_;  // taking it changes no file of the run
 };
 
 inline nlohmann::json to_json(const EvalRecord& r) {
@@ -125,6 +151,45 @@ class Interrupted : public Error {
 };
 
 namespace detail {
+// The newest step a run's log or checkpoints hold, 0 when none.
+inline std::int64_t latest_saved_step(const RunDirectory& run) {
+  std::int64_t latest = 0;
+  for (const std::int64_t step : run.checkpoint_steps()) latest = std::max(latest, step);
+  if (std::filesystem::exists(run.log()))
+    for (const EvalRecord& r : read_eval_log(run.log())) latest = std::max(latest, r.step);
+  return latest;
+}
+
+// Reads the run's saved state into `model` and `optimizer`; a missing or unreadable file is an
+// error naming it and what to do.
+template <class Model, class S>
+void restore_saved_state(const RunDirectory& run, Model& model, AdamW<S>& optimizer, std::string& sampler_state,
+                         double& elapsed, double& train) {
+  const std::string cannot = "run '" + run.dir().string() + "' cannot be resumed: ";
+  std::optional<SafetensorsFile> state;
+  try {
+    state = read_safetensors(run.optimizer());
+    load_optimizer_state(*state, optimizer);
+    sampler_state = metadata_field(*state, "sampler_state");
+    elapsed = std::stod(metadata_field(*state, "elapsed_seconds"));
+    train = std::stod(metadata_field(*state, "train_seconds"));
+  } catch (const std::exception& e) {  // Error, or std::stod's invalid_argument
+    fail(cannot, "its optimizer state '", run.optimizer(), "' cannot be read (", e.what(),
+         "); delete the run directory to start over");
+  }
+  const std::int64_t step = optimizer.steps();
+  const std::string checkpoint = run.checkpoint(step);
+  if (!std::filesystem::exists(checkpoint))
+    fail(cannot, "the checkpoint of its saved step ", step, " '", checkpoint,
+         "' is missing; delete the run directory to start over");
+  try {
+    load_parameters(model, read_safetensors(checkpoint));
+  } catch (const Error& e) {
+    fail(cannot, "the checkpoint of its saved step ", step, " cannot be read (", e.what(),
+         "); delete the run directory to start over");
+  }
+}
+
 // Rank 0's restored training state, copied to the other processes of a data-parallel group.
 template <class Model, class S>
 void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer, std::string& sampler_state,
@@ -157,36 +222,53 @@ std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, con
                                      const TrainingCallbacks& callbacks = {}, ProcessGroup* group = nullptr) {
   const bool shared = group != nullptr && group->size() > 1;
   const bool writes = !shared || group->is_root();
-  if (writes) std::filesystem::create_directories(run.dir());
+  if (writes) run.lock();  // creates the directory
   Trainer<Model> trainer(model, data, config, group);
   std::vector<EvalRecord> records;
   // a checkpoint saved where the run was stopped, not at an evaluation: deleted once a newer
   // state is saved, since pruning only knows the evaluations' checkpoints
   std::optional<std::int64_t> stopped_at;
   // The optimizer state is written last and atomically, so it names a complete state or is
-  // missing: when the first save never finished (a full disk, a kill), the run starts over.
+  // missing. Missing is a fresh start only while nothing past step 0 was saved (the first save
+  // never finished: a full disk, a kill); later, starting over would overwrite the run's work.
   if (resume) {
     bool restorable = !writes || std::filesystem::exists(run.optimizer());
-    if (shared) group->broadcast_value(restorable);
+    std::string refusal;
+    if (writes && !restorable) {
+      const std::int64_t saved = detail::latest_saved_step(run);
+      if (saved > 0)
+        refusal = detail::concat("run '", run.dir().string(), "' cannot be resumed: its optimizer state '",
+                                 run.optimizer(), "' is missing, yet the run saved step ", saved,
+                                 " (resuming would overwrite it from step 0); restore the file, or delete the "
+                                 "run directory to start over");
+    }
+    if (shared) {
+      group->broadcast_value(restorable);
+      group->broadcast(refusal);
+    }
+    if (!refusal.empty()) fail(refusal);
     resume = restorable;
   }
   if (resume) {
     std::string sampler_state;
     double elapsed = 0, train = 0;
     std::int64_t last_evaluated = -1;
+    std::string refusal;
     if (writes) {
-      const SafetensorsFile state = read_safetensors(run.optimizer());
-      load_optimizer_state(state, trainer.optimizer());
+      try {
+        detail::restore_saved_state(run, model, trainer.optimizer(), sampler_state, elapsed, train);
+      } catch (const Error& e) {
+        refusal = e.what();
+      }
       const std::int64_t step = trainer.step();
-      load_parameters(model, read_safetensors(run.checkpoint(step)));
-      sampler_state = detail::metadata_field(state, "sampler_state");
-      elapsed = std::stod(detail::metadata_field(state, "elapsed_seconds"));
-      train = std::stod(detail::metadata_field(state, "train_seconds"));
-      for (const EvalRecord& r : read_eval_log(run.log()))
-        if (r.step <= step) records.push_back(r);  // drop records written after the saved state
+      if (refusal.empty())
+        for (const EvalRecord& r : read_eval_log(run.log()))
+          if (r.step <= step) records.push_back(r);  // drop records written after the saved state
       if (!records.empty()) last_evaluated = records.back().step;
       if (last_evaluated != step) stopped_at = step;
     }
+    if (shared) group->broadcast(refusal);
+    if (!refusal.empty()) fail(refusal);
     if (shared)
       detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train, last_evaluated);
     trainer.set_last_evaluated_step(last_evaluated);  // a stop during an evaluation left it to make
