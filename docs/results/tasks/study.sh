@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The length-generalization table (issue 39) through the study runner: for each task, every
+# encoding × seeds 1, 2, 3 trained with the small model (2 layers, dim 64, 4 heads; lr 3e-3, cosine
+# to 0.1 after 100 warm-up steps, batch 32, one thread a run), then each final model tested at every
+# length to 8 × the longest trained one (100 examples a length); the study's summary gives the
+# accuracy by band with paired tests and Holm.
+#   docs/results/tasks/study.sh [TASK ...]   (default: copy reverse addition)
+# Environment: B (the programs' folder, default build/release/examples), JOBS (runs at once, 1),
+# POLICIES (default: all twelve), STEPS (default: each task's below).
+# Resumable: the same command continues; records committed under docs/results/tasks/TASK/records
+# are copied in first, so a new checkout trains only what is missing. Writes runs/tasks-study/TASK
+# and, when a task's study is done, docs/results/tasks/TASK/{records,summary.*,plots}; while it
+# runs, COLLECT=1 docs/results/tasks/study.sh TASK copies the records finished so far, to commit.
+set -eu
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+cd "$root"  # the records name their checkpoints relative to here
+B=${B:-build/release/examples}
+jobs=${JOBS:-1}
+policies=${POLICIES:-nope,learned,sinusoidal,rope,rope-interleaved,rope-partial,xpos,alibi,alibi-single,t5,kerple,fire}
+tasks=("$@")
+[ ${#tasks[@]} -gt 0 ] || tasks=(copy reverse addition)
+
+# trained lengths and steps of each task (tested: 8 × the longest trained, the study's default)
+trained() { case "$1" in copy|reverse) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-256 ;; esac; }
+steps() { case "$1" in associative-recall) echo 10000 ;; *) echo 3000 ;; esac; }
+
+# Copies the task's finished records (every tested length evaluated: a record is written before
+# its tests, and one cut off there needs its checkpoint under runs/) into docs/results/tasks/TASK.
+collect() {
+  mkdir -p "docs/results/tasks/$1/records"
+  /usr/bin/python3 - "runs/tasks-study/$1/records" "docs/results/tasks/$1/records" "$(trained "$1")" <<'PY'
+import glob, json, os, shutil, sys
+source, target, trained = sys.argv[1], sys.argv[2], int(sys.argv[3].split("-")[1])
+tested = 8 * trained if 8 * trained <= 128 else 128  # the study's default tested lengths
+for path in glob.glob(os.path.join(source, "*.json")):
+    if len(json.load(open(path)).get("task", [])) == tested:
+        shutil.copy(path, target)
+PY
+}
+[ "${COLLECT:-0}" = 1 ] && { for task in "${tasks[@]}"; do collect "$task"; done; exit 0; }
+
+shopt -s nullglob
+for task in "${tasks[@]}"; do
+  out=runs/tasks-study/$task
+  keep=docs/results/tasks/$task
+  mkdir -p "$out/records"
+  committed=("$keep"/records/*.json)
+  [ ${#committed[@]} -eq 0 ] || cp -n "${committed[@]}" "$out/records/"
+  extra=()
+  [ "$task" = passkey ] && extra+=(--data data/tinyshakespeare/input.txt --task-examples 20)
+  nice -n 19 "$B/study" --task "$task" --task-lengths "$(trained "$task")" --variants "$policies" --seeds 1,2,3 \
+    --steps "$(steps "$task")" --extended-steps 0 --layers 2 --dim 64 --heads 4 --lr 3e-3 --lr-schedule cosine \
+    --warmup-steps 100 --min-lr-fraction 0.1 --eval-every 500 --eval-iters 20 --jobs "$jobs" --threads "$jobs" \
+    ${extra[@]+"${extra[@]}"} --out "$out" > "$out.log" 2>&1 || { tail -5 "$out.log"; exit 1; }
+  collect "$task"
+  cp "$out"/summary.md "$out"/summary.json "$out"/summary.csv "$out"/summary_task.csv "$keep/"
+  if /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
+    /usr/bin/python3 tools/plot_study.py "$out" > /dev/null && mkdir -p "$keep/plots" &&
+      cp "$out"/plots/task_accuracy.* "$keep/plots/"
+  fi
+  echo "done $task"
+done
