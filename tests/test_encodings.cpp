@@ -176,7 +176,22 @@ TEST_CASE("with_policy maps every runtime name onto its policy class") {
   CHECK(with_policy("learned", []<class P>() { return std::is_same_v<P, Learned>; }));
   CHECK_THROWS_WITH(with_policy("rotary", []<class P>() { return 0; }),
                     Catch::Contains("unknown positional encoding 'rotary'") &&
-                        Catch::Contains("nope, learned, sinusoidal, rope, alibi, alibi-single"));
+                        Catch::Contains("expected one of: " + name_list(policy_names())));
+}
+
+TEST_CASE("the registry answers which policies are rotary, and the base each turns with") {
+  const std::vector<std::string> rotary = rotary_policy_names();
+  CHECK(rotary.size() == std::tuple_size_v<RotaryPolicies>);
+  for (const std::string& name : policy_names())
+    CHECK(rotary_policy(name) == (std::find(rotary.begin(), rotary.end(), name) != rotary.end()));
+  CHECK(rotary_policy("rope"));
+  CHECK(rotary_policy("xpos"));
+  CHECK_FALSE(rotary_policy("alibi"));
+  CHECK(name_list({"a", "b", "c"}) == "a, b, c");
+  CHECK(rotary_base("rope") == 10000.0);
+  CHECK(rotary_base("xpos") == 10000.0);  // xPos turns as the study's RoPE
+  CHECK_THROWS_WITH(rotary_base("t5"), Catch::Contains("'t5' does not turn q and k") &&
+                                           Catch::Contains("the rotary policies are " + name_list(rotary)));
 }
 
 TEST_CASE("RoPE options: interleaved pairs 2i with 2i+1, partial rotates only its first dimensions") {
@@ -480,8 +495,7 @@ TEST_CASE("RoPE scaling: each method's angles are its reference code's") {
   }
 }
 
-TEMPLATE_TEST_CASE("RoPE scaling reaches every rotary policy's hooks", "", RoPE, RoPEInterleaved, RoPEPartial,
-                   XPos) {
+TEMPLATE_LIST_TEST_CASE("RoPE scaling reaches every rotary policy's hooks", "", RotaryPolicies) {
   ParameterTable table;
   ParameterStore<double> store(std::make_shared<ParameterTable>());
   typename TestType::template Attention<double, 1, 8> plain(table, "", 16), scaled(table, "", 16);

@@ -291,8 +291,8 @@ TEMPLATE_LIST_TEST_CASE("gradients match finite differences across several query
   check_model_gradients(model, x, y, std::string(TestType::name) + ", T = " + std::to_string(T), steps);
 }
 
-TEMPLATE_TEST_CASE("under a RoPE scaling the gradients match finite differences, YaRN's magnitude included", "", RoPE,
-                   RoPEInterleaved, RoPEPartial, XPos) {
+TEMPLATE_LIST_TEST_CASE("under a RoPE scaling the gradients match finite differences, YaRN's magnitude included", "",
+                        RotaryPolicies) {
   // head dim 8, so rope-partial turns a pair; YaRN at L = 64 with base 10 ramps pairs 0…3 by 0, 0.2,
   // 0.4, 0.6 (low 0, high 5) and multiplies q and k by 0.1·ln 4 + 1
   const std::size_t V = 7, T = 6;

@@ -422,7 +422,7 @@ TEST_CASE("validate_design names the first problem of a design") {
   CHECK(problem([](StudyDesign& d) {
           d.variants = {"alibi", "t5"};
           d.extrapolate_rope = {parse_rope_scaling_spec("linear:2")};
-        }) == "--extrapolate-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+        }) == "--extrapolate-rope: none of the variants is rotary (" + name_list(rotary_policy_names()) + ")");
   CHECK(problem([](StudyDesign& d) {
           d.extrapolate.clear();
           d.extrapolate_rope = {parse_rope_scaling_spec("linear:2")};
@@ -442,7 +442,7 @@ TEST_CASE("validate_design names the first problem of a design") {
           d.variants = {"alibi"};
           d.fine_tune_context = 16;
           d.fine_tune_rope = {parse_rope_scaling_spec("linear:2")};
-        }) == "--fine-tune-rope: none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+        }) == "--fine-tune-rope: none of the variants is rotary (" + name_list(rotary_policy_names()) + ")");
   CHECK(problem([](StudyDesign& d) {
           d.fine_tune_context = 16;
           d.grid = {parse_grid_axis("batch=2,4")};

@@ -633,3 +633,57 @@ TEST_CASE("a run directory another process writes is refused, naming the holder,
   CHECK_THROWS_WITH(DirectoryLock(base), Catch::Contains("is in use by another process"));
   std::filesystem::remove_all(base);
 }
+
+TEST_CASE("start_or_resume records the run, continues its own saved state, and refuses a folder of another run") {
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-start";
+  std::filesystem::remove_all(base);
+  RunConfig config;
+  config.posenc = "rope";
+  const RunDirectory run(base);
+  CHECK_FALSE(start_or_resume(run, config));  // nothing there: from step 0, recorded
+  CHECK(recorded_run_config(run) == config);
+  CHECK(start_or_resume(run, config) == false);  // the record alone is no state to continue
+  write_file_atomically(run.optimizer(), "a saved state");
+  CHECK(start_or_resume(run, config));
+  RunConfig longer = config;
+  longer.train.steps *= 2;  // a constant rate's run may be extended
+  CHECK(start_or_resume(run, longer));
+  CHECK(recorded_run_config(run)->train.steps == longer.train.steps);
+  RunConfig other = longer;
+  other.train.lr = 0.5;
+  CHECK_THROWS_WITH(start_or_resume(run, other),
+                    Catch::Contains("holds a run of another configuration (lr: ") && Catch::Contains(" → 0.5)"));
+  RunConfig decaying = longer;
+  decaying.train.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 2};
+  record_run_config(run, decaying);
+  RunConfig decaying_longer = decaying;
+  decaying_longer.train.steps *= 2;  // a decaying rate's run may not
+  CHECK_THROWS_WITH(start_or_resume(run, decaying_longer), Catch::Contains("another configuration (steps: "));
+  // a study's run folder of before 2026-12-05 named the record study-run.json
+  std::filesystem::remove(run_config_path(run));
+  write_file_atomically((base / "study-run.json").string(), to_json(config).dump());
+  CHECK(recorded_run_config(run) == config);
+  CHECK(start_or_resume(run, config));
+  std::filesystem::remove(base / "study-run.json");
+  std::filesystem::remove(run_config_path(run));
+  CHECK_THROWS_WITH(start_or_resume(run, config), Catch::Contains("holds a saved state but no config.json"));
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("every enumeration's table: each name parses back to its value, an unknown name lists the known ones") {
+  const auto check = [](const auto& table) {
+    INFO(table.what);
+    CHECK(table.in_order());
+    for (const auto& [value, name] : table.entries) CHECK(table.parse(name) == value);
+    CHECK(table.names().size() == table.entries.size());
+    CHECK_THROWS_WITH(table.parse("no-such"),
+                      Catch::Contains(std::string("unknown ") + std::string(table.what) + " 'no-such' (known: " +
+                                      table.known() + ")"));
+  };
+  check(schedule_kinds);
+  check(weight_decay_scopes);
+  check(init_schemes);
+  check(precisions);
+  check(rope_scaling_names);
+  CHECK(schedule_kinds.known() == "constant, cosine, linear, wsd");
+}

@@ -25,7 +25,7 @@ class RopeOptions {
     add(app.add_option("--rope-scaling", method_,
                        "How a rotary policy reaches past its trained context: none, linear (position interpolation), "
                        "ntk (NTK-aware base), dynamic-ntk (NTK by the sequence's length) or yarn")
-            ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn"})));
+            ->check(CLI::IsMember(posenc::rope_scaling_names.names())));
     add(app.add_option("--rope-factor", factor_, "The context to reach over the trained one (> 1 to scale)")
             ->check(number_in(1, 1e6, "a number in [1, 1e6]")));
     add(app.add_option("--rope-original-context", original_context_,

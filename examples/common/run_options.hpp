@@ -92,7 +92,7 @@ class RunOptions {
     add(app.add_option("--lr-schedule", schedule_,
                        "constant, or after --warmup-steps: cosine or linear decay to --min-lr-fraction × lr, or wsd "
                        "(warm-up, stable, then the 1 − √r cool-down over the last --decay-fraction of the steps)")
-            ->check(CLI::IsMember({"constant", "cosine", "linear", "wsd"})));
+            ->check(CLI::IsMember(posenc::schedule_kinds.names())));
     add(app.add_option("--warmup-steps", t.schedule.warmup_steps, "Steps of linear warm-up to --lr")
             ->check(whole_number_in(0, most_steps)));
     add(app.add_option("--min-lr-fraction", t.schedule.min_lr_fraction,
@@ -104,7 +104,7 @@ class RunOptions {
     add(app.add_option("--decay-on", decay_on_,
                        "all parameters (PyTorch's AdamW on model.parameters()), or matrices only (nanoGPT: not "
                        "biases, layer norms or an encoding's scalars)")
-            ->check(CLI::IsMember({"all", "matrices"})),
+            ->check(CLI::IsMember(posenc::weight_decay_scopes.names())),
         true, "weight_decay_scope");
     add(app.add_option("--beta1", t.beta1, "AdamW's beta1")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
     add(app.add_option("--beta2", t.beta2, "AdamW's beta2")->check(number_in(0, 0.999999999, "a number in [0, 1)")));
@@ -130,7 +130,7 @@ class RunOptions {
                        "How tensors start: normal (every weight N(0, 0.02), biases 0: the published study's) or "
                        "pytorch (each PyTorch module's default: nn.Linear's uniform weights and biases, nn.Embedding "
                        "N(0, 1); Kerple's and FIRE's as their authors' code)")
-            ->check(CLI::IsMember({"normal", "pytorch"})));
+            ->check(CLI::IsMember(posenc::init_schemes.names())));
     add(app.add_option("--dropout", run.dropout,
                        "nanoGPT's dropout probability on the embeddings, the attention probabilities and both "
                        "residual branches, in training only")
@@ -141,7 +141,7 @@ class RunOptions {
     add(app.add_option("--precision", precision_,
                        "The GEMMs' operands: fp32, or bf16 with float accumulation (needs oneDNN and a CPU with "
                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
-            ->check(CLI::IsMember({"fp32", "bf16"})));
+            ->check(CLI::IsMember(posenc::precisions.names())));
     add(app.add_option("--data", run.data, "Training text (any file)"));
     add(app.add_option("--layers", run.layers, "Transformer blocks (--layers, --dim and --heads: one of the sizes "
                                                "the program is " + model_sizes_help() + ")"));

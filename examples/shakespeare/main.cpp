@@ -80,16 +80,6 @@ struct SampleOptions {
   posenc::SamplingOptions sampling;
 };
 
-posenc::RunConfig config_from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) posenc::fail("--resume: cannot open '", path, "'; is this a run directory?");
-  try {
-    return posenc::run_config_from_json(nlohmann::json::parse(in), "--resume: '" + path + "'");
-  } catch (const nlohmann::json::exception& e) {
-    posenc::fail("--resume: '", path, "' is not JSON: ", e.what());
-  }
-}
-
 posenc::CharDataset make_dataset(const std::string& text, const std::string& path,
                                  const posenc::CharTokenizer* vocabulary) {
   try {
@@ -147,7 +137,6 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                                        : "-context" + std::to_string(config.train.context))
                                             : out_given;
   const posenc::RunDirectory run(out, options.keep_checkpoints);
-  const std::string config_path = (run.dir() / "config.json").string();
   // Another process's run in the folder is refused, rather than the two writing one folder (or a
   // resume running beside the run it continues): locked before its files are read or checked, or,
   // for a new folder, once it is created, after the checks (a refused run writes nothing).
@@ -157,7 +146,16 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
       posenc::fail("--out '", out, "' already holds a run; pass --resume to continue it or choose another --out");
   };
   if (root && options.resume) {
-    config = config_from_file(config_path);
+    std::optional<posenc::RunConfig> recorded;
+    try {
+      recorded = posenc::recorded_run_config(run);
+    } catch (const posenc::Error& e) {
+      posenc::fail("--resume: ", e.what());
+    }
+    if (!recorded)
+      posenc::fail("--resume: '", out, "' holds no ", posenc::run_config_path(run).filename().string(),
+                   "; is this a run directory?");
+    config = *recorded;
     if (steps_given > 0 && steps_given != config.train.steps && config.train.schedule.depends_on_length())
       posenc::fail("--steps ", steps_given, ": the run in '", out, "' decays its learning rate ('",
                    posenc::schedule_kind_name(config.train.schedule.kind), "') over its ", config.train.steps,
@@ -223,12 +221,12 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   if (const auto* task = dynamic_cast<const posenc::TaskData*>(&data); task && task->context() > config.train.context)
     posenc::fail("--context ", config.train.context, ": task ", posenc::to_string(*config.task),
                  " has examples of up to ", task->context(), " inputs; leave --context out to train on all of them");
+  bool saved = false;  // a state to continue from
   if (root) {
     run.lock();  // creates the folder
     if (!options.resume) refuse_existing_run();  // a run that began in it since the check above
-    nlohmann::json json = posenc::to_json(config);
-    json["compute"] = examples::compute_json();  // this session's machine; not read back on resume
-    posenc::write_file_atomically(config_path, json.dump(2) + "\n");
+    // the machine of this session beside the configuration; not read back on resume
+    saved = posenc::start_or_resume(run, config, {{"compute", examples::compute_json()}});
     std::printf("%s\n", examples::compute_summary().c_str());
   }
 
@@ -242,7 +240,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                      std::to_string(config.init_from.context) + ")";
   const std::string on_task = config.task ? " on task " + posenc::to_string(*config.task) : "";
   // a resume with no state saved yet (its first save never finished) starts from step 0: say so
-  const bool from_start = options.resume && !std::filesystem::exists(run.optimizer());
+  const bool from_start = options.resume && !saved;
   if (root)
     std::printf("%s %s%s: %zu parameters, %zu layers, dim %zu, %zu heads, context %zu, %lld steps%s%s -> %s\n",
                 !options.resume ? "training" : from_start ? "resuming (no state saved yet: from step 0)" : "resuming",
@@ -298,8 +296,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const examples::RopeOp
   const posenc::SafetensorsFile file = posenc::read_safetensors(path);
   posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
   if (rope.any_given() && !posenc::rotary_policy(info.policy))
-    posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
-                 "xpos); this checkpoint's is ", info.policy);
+    posenc::fail("--rope-base and --rope-scaling apply to rotary policies (",
+                 posenc::name_list(posenc::rotary_policy_names()), "); this checkpoint's is ", info.policy);
   info.rope = rope.apply(info.rope);
   posenc::CharTokenizer tokenizer(info.vocabulary);
   auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
@@ -309,11 +307,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const examples::RopeOp
 }
 
 std::string describe_rope(const posenc::CheckpointInfo& info) {
-  const double policy_base = posenc::with_policy(info.policy, []<class P>() {
-    if constexpr (requires { P::base; }) return P::base;
-    else return 10000.0;  // xPos turns as the study's RoPE does
-  });
-  return info.rope.describe(policy_base, info.context);
+  return info.rope.describe(posenc::rotary_base(info.policy), info.context);
 }
 
 // The validation loss at several lengths, in both protocols; a length a model cannot take (past
@@ -557,12 +551,14 @@ int main(int argc, char** argv) {
       "--list-posenc",
       [] {
         posenc::for_each_policy([]<class P>() {
-          std::printf("%-18.*s %.*s\n", static_cast<int>(P::name.size()), P::name.data(),
-                      static_cast<int>(P::summary.size()), P::summary.data());
+          std::printf("%-18.*s %.*s%s\n", static_cast<int>(P::name.size()), P::name.data(),
+                      static_cast<int>(P::summary.size()), P::summary.data(),
+                      posenc::is_rotary_policy<P> ? " [rotary: takes --rope-base and --rope-scaling]" : "");
         });
         throw CLI::Success();
       },
-      "List the positional encodings (name, then what it is) and exit");
+      "List the positional encodings (name, then what it is; the rotary ones, which take the RoPE options, "
+      "marked) and exit");
 
   TrainOptions t;
   t.run.data = default_data;
@@ -707,8 +703,8 @@ int main(int argc, char** argv) {
       if (!t.run.init_from.checkpoint.empty())
         t.run.rope = posenc::rope_for_fine_tuning(t.run.rope, t.run.init_from.context);
       if ((train_rope.any_given() || t.run.rope.changes_anything()) && !posenc::rotary_policy(t.run.posenc))
-        posenc::fail("--rope-base and --rope-scaling apply to rotary policies (rope, rope-interleaved, rope-partial, "
-                     "xpos), not to ", t.run.posenc);
+        posenc::fail("--rope-base and --rope-scaling apply to rotary policies (",
+                     posenc::name_list(posenc::rotary_policy_names()), "), not to ", t.run.posenc);
       return train(std::move(t), out, steps_given, world.group().get());
     }
     if (*eval_cmd) {

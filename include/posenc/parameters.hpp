@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
 
@@ -56,15 +57,12 @@ inline constexpr double default_embedding_std(InitScheme scheme) {
   return scheme == InitScheme::normal ? init_std : pytorch_embedding_std;
 }
 
-inline constexpr std::string_view init_scheme_name(InitScheme scheme) {
-  return scheme == InitScheme::normal ? "normal" : "pytorch";
-}
+inline constexpr EnumNames<InitScheme, 2> init_schemes{
+    "initialisation", {{{InitScheme::normal, "normal"}, {InitScheme::pytorch, "pytorch"}}}};
+static_assert(init_schemes.in_order());
 
-inline InitScheme parse_init_scheme(std::string_view name) {
-  if (name == "normal") return InitScheme::normal;
-  if (name == "pytorch") return InitScheme::pytorch;
-  fail("unknown initialisation '", name, "' (known: normal, pytorch)");
-}
+inline constexpr std::string_view init_scheme_name(InitScheme scheme) { return init_schemes.name(scheme); }
+inline InitScheme parse_init_scheme(std::string_view name) { return init_schemes.parse(name); }
 
 // Where one named tensor lives inside a flat buffer.
 struct Slot {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/lists.hpp"
 #include "posenc/parameters.hpp"
 #include "posenc/random.hpp"
@@ -57,6 +58,7 @@
 #include "posenc/train/optimizer_state.hpp"
 #include "posenc/train/position_probes.hpp"
 #include "posenc/train/run_config.hpp"
+#include "posenc/train/run_start.hpp"
 #include "posenc/train/schedule.hpp"
 #include "posenc/train/task_evaluation.hpp"
 #include "posenc/train/train_config.hpp"

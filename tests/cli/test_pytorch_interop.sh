@@ -25,6 +25,8 @@ export POSENC_NUM_THREADS=1
 write_corpus corpus.txt 3
 policies="$("$bin" --list-posenc | cut -d' ' -f1)"
 [ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
+rotary="$("$bin" --list-posenc | grep -F '[rotary' | cut -d' ' -f1)"
+[ -n "$rotary" ] || { echo "shakespeare --list-posenc marked no policy rotary"; exit 1; }
 # cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval's losses for RUN's model, each
 # given OPTIONS (RoPE scaling), queued beside the same evaluation for the PyTorch model; compare_all
 # runs the queue in one PyTorch process (whose start takes seconds) and checks each pair.
@@ -83,7 +85,7 @@ done
 # pairing) for the other rotary policies
 sharp_run=(--layers 2 --dim 64 --heads 4 --batch 4 --context 64 --steps 40 --eval-every 40 --eval-iters 2
            --data corpus.txt --init pytorch --lr 0.01)
-for policy in rope rope-interleaved rope-partial xpos; do
+for policy in $rotary; do
   "$bin" train --posenc "$policy" "${sharp_run[@]}" --out "$policy-sharp" > /dev/null 2>&1
 done
 cross_check rope-sharp rope 256
@@ -102,8 +104,8 @@ then
 else
   failed "the scaling cross-check cannot tell the methods apart"
 fi
-for policy in rope-interleaved rope-partial xpos; do
-  cross_check "$policy-sharp" "$policy" 256 -- --rope-scaling yarn --rope-factor 4
+for policy in $rotary; do
+  [ "$policy" = rope ] || cross_check "$policy-sharp" "$policy" 256 -- --rope-scaling yarn --rope-factor 4
 done
 cross_check rope-sharp rope 128 -- --rope-base 500 --rope-scaling yarn --rope-factor 2 --yarn-beta-fast 16 \
   --yarn-beta-slow 2 --yarn-attention-factor 1.2

@@ -49,6 +49,22 @@ static_assert(detail::all_positional_encodings(static_cast<AllPolicies*>(nullptr
 static_assert(detail::policy_names_distinct(static_cast<AllPolicies*>(nullptr)),
               "AllPolicies: two policies share a name, so the command line could not tell them apart");
 
+namespace detail {
+template <class... P>
+auto rotary_subset(std::tuple<P...>*)
+    -> decltype(std::tuple_cat(std::conditional_t<is_rotary_policy<P>, std::tuple<P>, std::tuple<>>{}...));
+template <class... P>
+consteval bool rotary_policies_state_their_base(std::tuple<P...>*) {
+  return ((!is_rotary_policy<P> || requires { P::base; }) && ...);
+}
+}  // namespace detail
+
+// The rotary policies of the registry (is_rotary_policy: they take a RoPE base and scaling), in
+// its order: for tests and benchmarks of every rotary policy.
+using RotaryPolicies = decltype(detail::rotary_subset(static_cast<AllPolicies*>(nullptr)));
+static_assert(detail::rotary_policies_state_their_base(static_cast<AllPolicies*>(nullptr)),
+              "AllPolicies: a rotary policy states the base it turns with (P::base), which --rope-base replaces");
+
 // Calls f.template operator()<P>() for each policy P of AllPolicies, in the registry's order.
 template <class F>
 void for_each_policy(F&& f) {
@@ -61,15 +77,20 @@ inline std::vector<std::string> policy_names() {
   return names;
 }
 
+// "rope, rope-interleaved, …": names as a message lists them.
+inline std::string name_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : ", ") + n;
+  return text;
+}
+
 // Calls f.template operator()<P>() for the policy P named `name` and returns its result;
 // throws posenc::Error listing the known names when there is none.
 template <class F>
 decltype(auto) with_policy(std::string_view name, F&& f) {
   using Result = decltype(f.template operator()<NoPE>());
   auto unknown = [&] {
-    std::string known;
-    for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
-    fail("unknown positional encoding '", name, "'; expected one of: ", known);
+    fail("unknown positional encoding '", name, "'; expected one of: ", name_list(policy_names()));
   };
   return [&]<class... P>(std::tuple<P...>*) -> Result {
     if constexpr (std::is_void_v<Result>) {
@@ -87,6 +108,24 @@ decltype(auto) with_policy(std::string_view name, F&& f) {
 // Whether the policy named `name` takes a RoPE base and scaling (is_rotary_policy).
 inline bool rotary_policy(std::string_view name) {
   return with_policy(name, []<class P>() { return is_rotary_policy<P>; });
+}
+
+// The names of the rotary policies, in the registry's order.
+inline std::vector<std::string> rotary_policy_names() {
+  std::vector<std::string> names;
+  for_each_policy([&]<class P>() {
+    if constexpr (is_rotary_policy<P>) names.emplace_back(P::name);
+  });
+  return names;
+}
+
+// The base the rotary policy named `name` turns with before any --rope-base (P::base); an error
+// naming the rotary policies for another.
+inline double rotary_base(std::string_view name) {
+  return with_policy(name, [&]<class P>() -> double {
+    if constexpr (is_rotary_policy<P>) return P::base;
+    else fail("policy '", name, "' does not turn q and k; the rotary policies are ", name_list(rotary_policy_names()));
+  });
 }
 
 }  // namespace posenc

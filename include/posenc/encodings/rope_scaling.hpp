@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 
 namespace posenc {
 
@@ -28,22 +29,18 @@ enum class RopeScalingMethod {
   yarn,         // YaRN (Peng et al. 2023): NTK-by-parts interpolation, the rotated q and k scaled by 0.1·ln s + 1
 };
 
-inline constexpr std::array<std::pair<RopeScalingMethod, std::string_view>, 5> rope_scaling_names = {{
-    {RopeScalingMethod::none, "none"},
-    {RopeScalingMethod::linear, "linear"},
-    {RopeScalingMethod::ntk, "ntk"},
-    {RopeScalingMethod::dynamic_ntk, "dynamic-ntk"},
-    {RopeScalingMethod::yarn, "yarn"},
-}};
+inline constexpr EnumNames<RopeScalingMethod, 5> rope_scaling_names{"rope scaling",
+                                                                    {{{RopeScalingMethod::none, "none"},
+                                                                      {RopeScalingMethod::linear, "linear"},
+                                                                      {RopeScalingMethod::ntk, "ntk"},
+                                                                      {RopeScalingMethod::dynamic_ntk, "dynamic-ntk"},
+                                                                      {RopeScalingMethod::yarn, "yarn"}}}};
+static_assert(rope_scaling_names.in_order());
 
-inline std::string_view rope_scaling_name(RopeScalingMethod method) {
-  for (const auto& [m, name] : rope_scaling_names)
-    if (m == method) return name;
-  return "?";
-}
+inline std::string_view rope_scaling_name(RopeScalingMethod method) { return rope_scaling_names.name(method); }
 
 inline std::optional<RopeScalingMethod> parse_rope_scaling(std::string_view name) {
-  for (const auto& [m, n] : rope_scaling_names)
+  for (const auto& [m, n] : rope_scaling_names.entries)
     if (n == name) return m;
   return std::nullopt;
 }
@@ -148,7 +145,7 @@ inline bool rope_scaling_reads(RopeScalingMethod method, std::string_view settin
 // The methods that read `setting`, as a list for messages: "dynamic-ntk and yarn".
 inline std::string rope_scaling_readers(std::string_view setting) {
   std::vector<std::string_view> readers;
-  for (const auto& [method, name] : rope_scaling_names)
+  for (const auto& [method, name] : rope_scaling_names.entries)
     if (rope_scaling_reads(method, setting)) readers.push_back(name);
   std::string list;
   for (std::size_t i = 0; i < readers.size(); ++i)

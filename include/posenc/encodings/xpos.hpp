@@ -21,6 +21,7 @@ struct BasicXPos {
   static_assert(ScaleBase > 0, "xPos: the scale base must be positive");
   static constexpr std::string_view name = "xpos";
   static constexpr std::string_view summary = "RoPE with a per-dimension decay of q.k with distance (Sun et al. 2022)";
+  static constexpr double base = RoPE::base;  // the turn's, before any --rope-base
 
   template <std::floating_point S, std::size_t Dim>
   using Embedding = NoPositionSignal<S, Dim>;

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 
 namespace posenc {
 
@@ -12,12 +13,12 @@ namespace posenc {
 // the operands stay float in memory (master weights, activations), only the product sees bf16.
 enum class Precision { fp32, bf16 };
 
-inline constexpr const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+inline constexpr EnumNames<Precision, 2> precisions{"precision",
+                                                   {{{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}}}};
+static_assert(precisions.in_order());
 
-inline Precision parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::fp32;
-  if (text == "bf16") return Precision::bf16;
-  fail("precision '", text, "' is not one of fp32, bf16");
-}
+// A C string: its callers print it with %s.
+inline constexpr const char* precision_name(Precision p) { return precisions.name(p).data(); }
+inline Precision parse_precision(std::string_view text) { return precisions.parse(text); }
 
 }  // namespace posenc

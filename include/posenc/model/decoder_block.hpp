@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "posenc/encodings/all.hpp"
 #include "posenc/encodings/concept.hpp"
 #include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/kernels/attention.hpp"
@@ -121,8 +122,8 @@ class DecoderBlock {
     if constexpr (rotary) {
       position_.set_rope_scaling(scaling);
     } else if (scaling.changes_anything()) {
-      fail("rope scaling: ", PosEnc::name, " does not turn q and k, so a RoPE base or scaling does not apply to it "
-           "(rope, rope-interleaved, rope-partial and xpos take them)");
+      fail("rope scaling: ", PosEnc::name, " does not turn q and k, so a RoPE base or scaling does not apply to it (",
+           name_list(rotary_policy_names()), " take them)");
     }
   }
 

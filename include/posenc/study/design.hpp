@@ -242,7 +242,7 @@ inline void check_scalings(const std::vector<RopeScaling>& scalings, const std::
   }
   if (!scalings.empty() &&
       std::none_of(variants.begin(), variants.end(), [](const std::string& v) { return rotary_policy(v); }))
-    fail(option, ": none of the variants is rotary (rope, rope-interleaved, rope-partial, xpos)");
+    fail(option, ": none of the variants is rotary (", name_list(rotary_policy_names()), ")");
 }
 }  // namespace detail
 

@@ -32,6 +32,7 @@
 #include "posenc/train/run_config.hpp"
 #include "posenc/train/stop_check.hpp"
 #include "posenc/train/task_evaluation.hpp"
+#include "posenc/train/run_start.hpp"
 #include "posenc/train/training_run.hpp"
 
 namespace posenc {
@@ -194,31 +195,24 @@ class StudyRunner {
       fail("its base run ", spec.base().id(), " has not finished");
     const RunConfig config = this->config(spec);
     const RunDirectory run(paths_.run_dir(spec));
-    const std::filesystem::path marker = run.dir() / "study-run.json";
-    bool resume = false;
-    if (std::filesystem::exists(run.optimizer()) && std::filesystem::exists(marker)) {
-      std::ifstream in(marker);
-      if (!run_config_from_json(nlohmann::json::parse(in), "'" + marker.string() + "'").same_run(config))
-        fail("run directory '", run.dir().string(), "' was made with another configuration; delete it to run again");
-      resume = true;
-    } else if (spec.steps > design_.steps) {
+    run.lock();
+    if (spec.steps > design_.steps && !std::filesystem::exists(run.optimizer())) {
       // The first `steps` of an extended run are the base run (same seed, constant learning rate).
       const RunSpec base{spec.variant, spec.seed, design_.steps, spec.setting};
       const RunDirectory base_run(paths_.run_dir(base));
       if (std::filesystem::exists(paths_.record(base)) && std::filesystem::exists(base_run.optimizer())) {
-        std::filesystem::create_directories(run.dir());
-        for (const auto& entry : std::filesystem::directory_iterator(base_run.dir()))
-          if (entry.path().filename() != "study-run.json")
-            std::filesystem::copy_file(entry.path(), run.dir() / entry.path().filename(),
-                                       std::filesystem::copy_options::overwrite_existing);
-        resume = true;
+        for (const auto& entry : std::filesystem::directory_iterator(base_run.dir())) {
+          const std::string name = entry.path().filename().string();
+          if (name == "lock" || name == "study-run.json" || entry.path() == run_config_path(base_run)) continue;
+          std::filesystem::copy_file(entry.path(), run.dir() / name, std::filesystem::copy_options::overwrite_existing);
+        }
+        record_run_config(run, config);  // the copied state continues as this run
       }
     }
-    std::filesystem::create_directories(run.dir());
-    write_file_atomically(marker.string(), to_json(config).dump(2) + "\n");
+    const bool saved = start_or_resume(run, config);
 
     const auto model = make_model_(config.shape(), config.model_config(data_->vocab_size()));
-    if (spec.fine_tune && !resume) {  // a resumed run's state replaces it
+    if (spec.fine_tune && !saved) {  // a resumed run's state replaces it
       const SafetensorsFile source = read_safetensors(config.init_from.checkpoint);
       model->initialize_from(source, read_checkpoint_info(source));
     }
@@ -227,7 +221,8 @@ class StudyRunner {
     callbacks.on_eval = [&](const EvalRecord& r) { observer.eval(job, r); };
     const StopCheck should_stop = [&] { return observer.stop_requested(); };
     callbacks.should_stop = should_stop;
-    const auto curve = model->train(*data_, config.train, run, resume, callbacks, nullptr);
+    // resume: the saved state if there is one (run_training refuses a damaged one), else step 0
+    const auto curve = model->train(*data_, config.train, run, /*resume=*/true, callbacks, nullptr);
     RunRecord record;
     record.config = config;
     record.curve = curve;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/kernels/adamw.hpp"
 #include "posenc/parameters.hpp"
 
@@ -18,15 +19,14 @@ namespace posenc {
 // and embedding tables), leaving biases, layer-norm gains and a policy's scalars undecayed.
 enum class WeightDecayScope { all, matrices };
 
-inline constexpr std::string_view weight_decay_scope_name(WeightDecayScope scope) {
-  return scope == WeightDecayScope::all ? "all" : "matrices";
-}
+inline constexpr EnumNames<WeightDecayScope, 2> weight_decay_scopes{
+    "weight-decay scope", {{{WeightDecayScope::all, "all"}, {WeightDecayScope::matrices, "matrices"}}}};
+static_assert(weight_decay_scopes.in_order());
 
-inline WeightDecayScope parse_weight_decay_scope(std::string_view name) {
-  if (name == "all") return WeightDecayScope::all;
-  if (name == "matrices") return WeightDecayScope::matrices;
-  fail("unknown weight-decay scope '", name, "' (known: all, matrices)");
+inline constexpr std::string_view weight_decay_scope_name(WeightDecayScope scope) {
+  return weight_decay_scopes.name(scope);
 }
+inline WeightDecayScope parse_weight_decay_scope(std::string_view name) { return weight_decay_scopes.parse(name); }
 
 template <std::floating_point S>
 class AdamW {

@@ -133,12 +133,13 @@ inline void check_copy_probe_split(std::size_t split_tokens, std::size_t distanc
 template <class Model>
 CopyProbe copy_probe(Model& model, const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
                      std::size_t batch = 8, const StopCheck& should_stop = {}) {
-  check_copy_probe_split(tokens.size(), distance, segments);
+  if (distance < 2) fail("copy_probe: the distance must be at least 2, got ", distance);
   if (batch == 0) fail("copy_probe: the batch must be positive");
   const std::size_t length = 2 * distance;
   if (length > model.max_context())
     fail("copy_probe: a distance of ", distance, " needs ", length, " positions; the model accepts ",
          model.max_context());
+  check_copy_probe_split(tokens.size(), distance, segments);
   const std::size_t V = model.vocab_size();
   const std::size_t last_start = tokens.size() - distance;  // a segment starts in [0, last_start]
   const std::size_t spacing = last_start / segments;

@@ -84,6 +84,15 @@ struct RunConfig {
     return a == b;
   }
   bool operator==(const RunConfig&) const = default;
+  // Whether this configuration continues the run `recorded` (a run folder's): the same run, for
+  // more or fewer steps where the schedule does not depend on the length (resume --steps extends a
+  // constant rate's run), and with a corpus fingerprint the record did not hold yet.
+  bool continues(const RunConfig& recorded) const {
+    RunConfig then = recorded;
+    if (then.data_digest.empty()) then.data_digest = data_digest;
+    if (!train.schedule.depends_on_length() && !then.train.schedule.depends_on_length()) then.train.steps = train.steps;
+    return same_run(then);
+  }
   // The settings in which `other` is another run than this, as "key: this's → other's" joined by
   // "; " (config.json's keys, e.g. "lr: 0.001 → 0.003"), for an error that names them.
   std::string differences(const RunConfig& other) const;

@@ -9,27 +9,22 @@
 #include <string_view>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 
 namespace posenc {
 
 enum class ScheduleKind { constant, cosine, linear, wsd };
 
-inline constexpr std::string_view schedule_kind_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::constant: return "constant";
-    case ScheduleKind::cosine: return "cosine";
-    case ScheduleKind::linear: return "linear";
-    case ScheduleKind::wsd: return "wsd";
-  }
-  return "?";
-}
+inline constexpr EnumNames<ScheduleKind, 4> schedule_kinds{
+    "learning-rate schedule",
+    {{{ScheduleKind::constant, "constant"},
+      {ScheduleKind::cosine, "cosine"},
+      {ScheduleKind::linear, "linear"},
+      {ScheduleKind::wsd, "wsd"}}}};
+static_assert(schedule_kinds.in_order());
 
-inline ScheduleKind parse_schedule_kind(std::string_view name) {
-  for (const ScheduleKind kind :
-       {ScheduleKind::constant, ScheduleKind::cosine, ScheduleKind::linear, ScheduleKind::wsd})
-    if (schedule_kind_name(kind) == name) return kind;
-  fail("unknown learning-rate schedule '", name, "' (known: constant, cosine, linear, wsd)");
-}
+inline constexpr std::string_view schedule_kind_name(ScheduleKind kind) { return schedule_kinds.name(kind); }
+inline ScheduleKind parse_schedule_kind(std::string_view name) { return schedule_kinds.parse(name); }
 
 // As llm.c's schedulers: step s (0-based, the step about to be taken) of a run of n steps, peak
 // rate lr, floor lr·min_lr_fraction:
