@@ -80,6 +80,10 @@ TEST_CASE("the paired t-test by hand, with closed-form p-values") {
   // Constant differences or one pair: no test.
   CHECK_FALSE(paired_t_test({1.0, 2.0}, {0.0, 1.0}).has_value());
   CHECK_FALSE(paired_t_test({1.0}, {0.0}).has_value());
+  // Differences equal but for rounding (0.1 + 0.2 is 0.30000000000000004): no test either, not p ≈ 0.
+  CHECK_FALSE(paired_t_test({0.1 + 0.2, 0.3, 0.3}, {0.0, 0.0, 0.0}).has_value());
+  // A real spread far below the values' size still counts.
+  CHECK(paired_t_test({1.0, 1.0 + 1e-9, 1.0 - 1e-9}, {0.0, 0.0, 0.0}).has_value());
   CHECK_THROWS_WITH(paired_t_test({1.0, 2.0}, {1.0}), Catch::Contains("pairs need equal counts"));
 }
 
@@ -100,4 +104,5 @@ TEST_CASE("Welch's t-test by hand") {
   CHECK(e->df == Approx(4.0).epsilon(1e-14));
   CHECK(e->p == Approx(2 * (0.5 + t * (t * t + 6) / (2 * std::pow(t * t + 4, 1.5)))).epsilon(1e-12));
   CHECK_FALSE(welch_t_test({1.0, 1.0}, {2.0, 2.0}).has_value());
+  CHECK_FALSE(welch_t_test({0.1 + 0.2, 0.3}, {0.5, 0.5}).has_value());
 }

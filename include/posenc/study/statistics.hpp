@@ -30,6 +30,19 @@ inline std::optional<double> sample_sd(const std::vector<double>& x) {
   return std::sqrt(ss / static_cast<double>(x.size() - 1));
 }
 
+// Whether a spread of sd among values of magnitude up to `scale` is only rounding: values computed
+// from the same counts in another order (a mean of accuracies, a difference of two) differ in
+// their last bits, and a test on that spread would report p ≈ 0 for a difference that is constant.
+inline bool is_rounding_spread(double sd, double scale) {
+  return sd <= 64 * std::numeric_limits<double>::epsilon() * scale;
+}
+
+inline double largest_magnitude(const std::vector<double>& x) {
+  double m = 0;
+  for (double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
 // The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz),
 // using the symmetry I_x(a,b) = 1 − I_{1−x}(b,a) where the fraction converges slowly.
 inline double incomplete_beta(double a, double b, double x) {
@@ -115,10 +128,12 @@ struct TTest {
 };
 
 // Welch's unequal-variance t-test of mean(a) − mean(b); undefined with fewer than two values in
-// either sample or when both are constant.
+// either sample or when both are constant (to rounding).
 inline std::optional<TTest> welch_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   const auto sa = sample_sd(a), sb = sample_sd(b);
   if (!sa || !sb) return std::nullopt;
+  if (is_rounding_spread(*sa, largest_magnitude(a)) && is_rounding_spread(*sb, largest_magnitude(b)))
+    return std::nullopt;
   const double va = *sa * *sa / static_cast<double>(a.size());
   const double vb = *sb * *sb / static_cast<double>(b.size());
   if (va + vb == 0) return std::nullopt;
@@ -129,14 +144,14 @@ inline std::optional<TTest> welch_t_test(const std::vector<double>& a, const std
 }
 
 // The paired t-test of the differences a_i − b_i (pairs matched by index, e.g. by seed);
-// undefined for fewer than two pairs or when every difference is the same.
+// undefined for fewer than two pairs or when every difference is the same (to rounding).
 inline std::optional<TTest> paired_t_test(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size())
     fail("stats::paired_t_test: the samples have ", a.size(), " and ", b.size(), " values; pairs need equal counts");
   std::vector<double> d(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
   const auto sd = sample_sd(d);
-  if (!sd || *sd == 0) return std::nullopt;
+  if (!sd || is_rounding_spread(*sd, std::max(largest_magnitude(a), largest_magnitude(b)))) return std::nullopt;
   const double n = static_cast<double>(d.size());
   const double t = mean(d) / (*sd / std::sqrt(n));
   return TTest{t, n - 1, two_sided_p(t, n - 1)};
