@@ -65,6 +65,28 @@ TEST_CASE("a tied model's checkpoint says so, holds no lm_head.weight, and loads
   std::filesystem::remove(path);
 }
 
+TEST_CASE("a checkpoint trained at randomized positions names their range and loads into a model that reads them") {
+  const CharTokenizer tokenizer("abcdefg");
+  using Model = CharTransformer<Learned, 1, 8, 2>;
+  Model ranged(ModelConfig{.vocab_size = 7, .context = 4, .seed = 1, .position_range = 20});
+  const std::string path = temp_path("ranged.safetensors");
+  save_checkpoint(path, ranged, tokenizer, 0, 1);
+  const SafetensorsFile file = read_safetensors(path);
+  const CheckpointInfo info = read_checkpoint_info(file);
+  CHECK(info.position_range == 20);
+  Model loaded(info.model_config());
+  load_parameters(loaded, file);  // the table's 20 rows
+  const Tokens x = {{0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4}};  // longer than the context: the range allows it
+  const Tensor<float, 3> a = ranged.forward(x);
+  const Tensor<float, 3> b = loaded.forward(x);
+  for (std::size_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == b.data()[i]);
+  // a checkpoint without the entry reads positions 0, 1, 2, …
+  Model plain(ModelConfig{.vocab_size = 7, .context = 4, .seed = 1});
+  save_checkpoint(path, plain, tokenizer, 0, 1);
+  CHECK(read_checkpoint_info(read_safetensors(path)).position_range == 0);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("the optimizer state round-trips, and a resumed step equals an uninterrupted one") {
   const CharTokenizer tokenizer("abcdefg");
   CharTransformer<RoPE, 1, 8, 2> model(tokenizer.vocab_size(), 4, 2);

@@ -967,3 +967,159 @@ TEST_CASE("sampling: top-p keeps the fewest most likely tokens that reach p, and
   CharTransformer<RoPE, 1, 8, 2> model(5, 8, 1);
   CHECK_THROWS_WITH(generate(model, {1}, 3, {.top_p = 0.0}), "generate: top_p must lie in (0, 1], got 0");
 }
+
+// ── Randomized positions (Ruoss et al. 2023) ───────────────────────────────────────────────
+
+TEST_CASE("draw_positions: an ordered subset of the range, each equally likely, a function of its key") {
+  const auto a = draw_positions(7, 5, 40);
+  REQUIRE(a.size() == 5);
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    CHECK(a[t] < 40);
+    if (t > 0) CHECK(a[t] > a[t - 1]);
+  }
+  CHECK(draw_positions(7, 5, 40) == a);
+  CHECK(draw_positions(8, 5, 40) != a);
+  CHECK(draw_positions(3, 6, 6) == std::vector<std::size_t>{0, 1, 2, 3, 4, 5});  // the whole range
+  CHECK(draw_positions(3, 0, 6).empty());
+  CHECK_THROWS_WITH(draw_positions(3, 7, 6), Catch::Contains("7 distinct positions do not fit the range [0, 6)"));
+  // Each of the 10 positions is in a draw of 3 with probability 0.3, and each of the 45 pairs of
+  // positions with 3·2/(10·9) = 1/15: 20000 draws put every share within 5 sd of it.
+  const std::size_t draws = 20000;
+  std::vector<double> hits(10, 0), pair_hits(100, 0);
+  for (std::size_t k = 0; k < draws; ++k) {
+    const auto d = draw_positions(1000 + k, 3, 10);
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      hits[d[i]] += 1;
+      for (std::size_t j = i + 1; j < d.size(); ++j) pair_hits[d[i] * 10 + d[j]] += 1;
+    }
+  }
+  for (std::size_t p = 0; p < 10; ++p) CHECK(std::abs(hits[p] / draws - 0.3) < 5 * std::sqrt(0.3 * 0.7 / draws));
+  for (std::size_t p = 0; p < 10; ++p)
+    for (std::size_t q = p + 1; q < 10; ++q)
+      CHECK(std::abs(pair_hits[p * 10 + q] / draws - 1.0 / 15) < 5 * std::sqrt((1.0 / 15) * (14.0 / 15) / draws));
+}
+
+TEMPLATE_LIST_TEST_CASE("positions drawn from a range no longer than the sequence are 0…T−1: the same bits as none",
+                        "", AllPolicies) {
+  // The only ordered subset of T positions of [0, T) is 0…T−1, which goes through the map's
+  // general path (a bias row spread over positions, rows gathered by position): it must give the
+  // identity's numbers exactly.
+  const std::size_t V = 7, T = 6;
+  TinyModel<TestType> plain(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
+  TinyModel<TestType> ranged(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = T});
+  REQUIRE(plain.parameter_count() == ranged.parameter_count());
+  perturb_parameters(plain, 4);
+  perturb_parameters(ranged, 4);
+  const Tokens x = random_tokens(3, T, V, 5), y = random_tokens(3, T, V, 6);
+  plain.zero_grad();
+  ranged.zero_grad();
+  CHECK(plain.loss_and_backward(x, y) == ranged.loss_and_backward(x, y));
+  CHECK(std::equal(plain.gradients().data(), plain.gradients().data() + plain.parameter_count(),
+                   ranged.gradients().data()));
+}
+
+TEMPLATE_LIST_TEST_CASE("at randomized positions the gradients match finite differences", "", AllPolicies) {
+  // FIRE's threshold L is a quarter of the context: its gradient needs a query below it with a key
+  // at another position, so positions 0 and 1 are among those given (L = 1.5), and the drawn
+  // positions (1, 2, 5, 6, 10, 11 from these tokens) are read by a model of context 12 (L = 3).
+  const std::size_t V = 7, T = 6;
+  SECTION("positions given") {
+    TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = 24});
+    perturb_parameters(model, 4);
+    const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
+    model.set_positions({0, 1, 4, 11, 17, 23});
+    check_model_gradients(model, x, y, std::string(TestType::name) + ", positions given");
+  }
+  SECTION("positions drawn from the pass's tokens") {
+    TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = 12, .seed = 3, .position_range = 12});
+    perturb_parameters(model, 4);
+    const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
+    check_model_gradients(model, x, y, std::string(TestType::name) + ", positions drawn");
+  }
+}
+
+TEMPLATE_TEST_CASE("a relative policy reads only differences of positions: shifted positions give the same logits",
+                   "", NoPE, RoPE, RoPEInterleaved, RoPEPartial, XPos, ALiBi, ALiBiSingleSlope, T5Bias, Kerple) {
+  const std::size_t V = 7, T = 6;
+  TinyModel<TestType> model(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
+  perturb_parameters(model, 4);
+  const Tokens x = random_tokens(2, T, V, 5);
+  const auto logits = [&] {
+    const auto view = model.forward(x);
+    return std::vector<double>(view.data(), view.data() + view.size());
+  };
+  const auto at_zero = logits();
+  model.set_positions({9, 10, 11, 12, 13, 14});
+  const auto shifted = logits();
+  REQUIRE(shifted.size() == at_zero.size());
+  for (std::size_t i = 0; i < at_zero.size(); ++i) CHECK(shifted[i] == Approx(at_zero[i]).margin(1e-12));
+  // and the gaps between positions are read: spread positions give other logits (but NoPE's)
+  model.set_positions({0, 2, 5, 6, 9, 14});
+  const auto spread = logits();
+  double largest = 0;
+  for (std::size_t i = 0; i < at_zero.size(); ++i) largest = std::max(largest, std::abs(spread[i] - at_zero[i]));
+  if constexpr (std::is_same_v<TestType, NoPE>) CHECK(largest == 0);
+  else CHECK(largest > 1e-6);
+  model.clear_positions();
+  CHECK(logits() == at_zero);
+}
+
+TEST_CASE("a learned table is read at the positions: rows 0, 3, 7, 11 as a table holding those rows first") {
+  const std::size_t V = 7, T = 4;
+  TinyModel<Learned> spread(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = 12});
+  TinyModel<Learned> packed(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = 12});
+  perturb_parameters(spread, 4);
+  std::copy(spread.parameters().data(), spread.parameters().data() + spread.parameter_count(),
+            packed.parameters().data());
+  const std::vector<std::size_t> rows{0, 3, 7, 11};
+  auto table = packed.parameter("transformer.wpe.weight");
+  const auto source = spread.parameter("transformer.wpe.weight");
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t c = 0; c < 8; ++c) table(t, c) = source(rows[t], c);
+  const Tokens x = random_tokens(2, T, V, 5), y = random_tokens(2, T, V, 6);
+  spread.set_positions(rows);
+  packed.set_positions({0, 1, 2, 3});
+  spread.zero_grad();
+  packed.zero_grad();
+  CHECK(spread.loss_and_backward(x, y) == packed.loss_and_backward(x, y));
+  // the gradient lands on the rows read
+  const auto g_spread = spread.gradient("transformer.wpe.weight");
+  const auto g_packed = packed.gradient("transformer.wpe.weight");
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t c = 0; c < 8; ++c) CHECK(g_spread(rows[t], c) == g_packed(t, c));
+  CHECK(g_spread(1, 0) == 0);
+  CHECK(g_spread(10, 5) == 0);
+}
+
+TEST_CASE("sinusoidal positions are absolute: shifted positions change the logits") {
+  const std::size_t V = 7, T = 5;
+  TinyModel<Sinusoidal> model(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
+  const Tokens x = random_tokens(1, T, V, 5);
+  const auto first = model.forward(x);
+  const std::vector<double> at_zero(first.data(), first.data() + first.size());
+  model.set_positions({4, 5, 6, 7, 8});
+  const auto second = model.forward(x);
+  double largest = 0;
+  for (std::size_t i = 0; i < at_zero.size(); ++i) largest = std::max(largest, std::abs(second.data()[i] - at_zero[i]));
+  CHECK(largest > 1e-6);
+}
+
+TEST_CASE("randomized positions: a learned table of position_range rows, sequences up to it, bad maps refused") {
+  const std::size_t V = 7, T = 4;
+  TinyModel<Learned> learned(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = 20});
+  CHECK(learned.parameter("transformer.wpe.weight").shape()[0] == 20);
+  CHECK(learned.max_context() == 20);
+  CHECK_NOTHROW(learned.forward(random_tokens(1, 20, V, 1)));
+  CHECK_THROWS_WITH(learned.forward(random_tokens(1, 21, V, 1)), Catch::Contains("exceeds"));
+  TinyModel<RoPE> rope(ModelConfig{.vocab_size = V, .context = T, .seed = 3, .position_range = 20});
+  CHECK(rope.max_context() == 20);
+  CHECK_THROWS_WITH(rope.set_positions({0, 3, 3, 5}), Catch::Contains("positions must increase"));
+  CHECK_THROWS_WITH(rope.set_positions({0, 3, 20}),
+                    Catch::Contains("position 20 at index 2 is outside the range [0, 20)"));
+  rope.set_positions({0, 3});
+  CHECK_THROWS_WITH(rope.forward(random_tokens(1, T, V, 1)), Catch::Contains("2 positions for a sequence of 4"));
+  CHECK_THROWS_WITH(TinyModel<RoPE>(ModelConfig{.vocab_size = V, .context = T, .position_range = 3}),
+                    Catch::Contains("position_range 3 is shorter than the context 4"));
+  TinyModel<Learned> table_only(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
+  CHECK_THROWS_WITH(table_only.set_positions({0, 4}), Catch::Contains("outside the range [0, 4)"));
+}

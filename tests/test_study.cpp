@@ -93,6 +93,13 @@ TEST_CASE("a run configuration survives its JSON, and JSON written before a key 
   RunConfig unclipped = c;
   unclipped.train.max_grad_norm.reset();
   CHECK(run_config_from_json(nlohmann::json::parse(to_json(unclipped).dump()), "test") == unclipped);
+  // randomized positions: written when set, read back; absent (as before they existed) means none
+  RunConfig randomized = c;
+  randomized.random_positions = 264;
+  CHECK(to_json(randomized).at("random_positions") == 264);
+  CHECK_FALSE(to_json(c).contains("random_positions"));
+  CHECK(run_config_from_json(nlohmann::json::parse(to_json(randomized).dump()), "test") == randomized);
+  CHECK(randomized.model_config(10).position_range == 264);
 
   // A study record of 2026-11: no embedding_std, precision or data_digest; the digest under "data".
   const nlohmann::json legacy = nlohmann::json::parse(R"({"batch": 32, "context": 128,
@@ -709,6 +716,14 @@ TEST_CASE("a grid point's init starts the embeddings at its scheme's std, as --i
   CHECK(with_setting(study, parse_grid_point("dropout=0.1")).embedding_std == 1.0);
 }
 
+TEST_CASE("a grid crosses randomized positions, a setting config.json holds only when set") {
+  const RunConfig study;
+  CHECK(with_setting(study, parse_grid_point("random_positions=264")).random_positions == 264);
+  CHECK(with_setting(study, parse_grid_point("random_positions=0")) == study);
+  CHECK_THROWS_WITH(with_setting(study, parse_grid_point("random_positions=-1")),
+                    Catch::Contains("random_positions takes a whole number"));
+}
+
 TEST_CASE("a grid's summary compares the variants within each setting and each variant across settings") {
   StudyDesign d;
   d.variants = {"rope", "learned"};
@@ -752,6 +767,55 @@ TEST_CASE("a grid's summary compares the variants within each setting and each v
   CHECK(csv.find("setting,variant,n,") == 0);
   CHECK(csv.find("\n\"init=pytorch\",rope,3,") != std::string::npos);
   CHECK(grid_summary_json(g)["across"][0]["paired_t_test"]["df"] == 2);
+}
+
+TEST_CASE("a task grid compares each variant's accuracy by band across the settings, paired by seed, Holm per band") {
+  StudyDesign d;
+  d.variants = {"rope", "alibi"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.run.task = TaskSpec{TaskKind::copy, {1, 2}};
+  d.task_lengths = {1, 2, 3, 4};  // bands: ≤ 2 (trained), 3–4
+  d.task_examples = 10;
+  d.grid = {parse_grid_axis("random_positions=0,8")};
+  // accuracy at lengths 3 and 4 by seed; every model is right at 1 and 2
+  const std::vector<std::vector<double>> rope_plain = {{0.2, 0.2}, {0.4, 0.2}, {0.1, 0.1}};
+  const std::vector<std::vector<double>> rope_random = {{0.6, 0.6}, {0.8, 0.8}, {0.6, 0.4}};
+  std::vector<RunRecord> records;
+  for (std::uint64_t s = 1; s <= 3; ++s)
+    for (const std::string variant : {"rope", "alibi"})
+      for (const std::string range : {"0", "8"}) {
+        RunRecord r = record(variant, s, 2000, 0.1, 0.1);
+        r.config = run_config(d, RunSpec{variant, s, 2000, GridPoint{{{"random_positions", range}}}}, "test-data");
+        const std::vector<double> far = variant == "alibi" ? std::vector<double>{0.5, 0.5}
+                                        : range == "0"     ? rope_plain[s - 1]
+                                                           : rope_random[s - 1];
+        const std::vector<double> by_length = {1, 1, far[0], far[1]};
+        for (std::size_t i = 0; i < d.task_lengths.size(); ++i)
+          r.task.push_back({{"length", d.task_lengths[i]}, {"examples", 10}, {"seed", d.task_seed},
+                            {"accuracy", by_length[i]}});
+        records.push_back(r);
+      }
+  const GridSummary g = summarize_grid(d, records);
+  REQUIRE(g.task_across.size() == 4);  // 2 bands × 2 variants × 1 comparison
+  const TaskSettingComparison& rope = g.task_across[2];
+  CHECK(rope.variant == "rope");
+  CHECK(rope.band == 1);
+  CHECK(rope.setting == "random_positions=8");
+  CHECK(rope.baseline == "random_positions=0");
+  CHECK(rope.seeds == std::vector<std::uint64_t>{1, 2, 3});
+  // band means 0.6, 0.8, 0.5 against 0.2, 0.3, 0.1: differences 0.4, 0.5, 0.4
+  CHECK(*rope.mean_difference == Approx(1.3 / 3));
+  REQUIRE(rope.test);
+  CHECK(rope.test->t == Approx((1.3 / 3) / (std::sqrt(0.01 / 3) / std::sqrt(3.0))));
+  CHECK(*rope.p_holm == Approx(rope.test->p));  // alibi's difference is 0 in every seed: no test, a family of one
+  CHECK_FALSE(g.task_across[3].test);
+  CHECK_FALSE(g.task_across[0].test);  // the trained band: right everywhere
+  const std::string md = grid_summary_markdown(g);
+  CHECK(md.find("| rope | random_positions=8 | random_positions=0 | 3–4 | 3 | 0.6333 | 0.2000 | +0.4333 |") !=
+        std::string::npos);
+  CHECK(grid_summary_json(g)["task_across"][2]["band"] == "3–4");
 }
 
 TEST_CASE("a crossed grid compares each point with the first and with each point one axis away") {

@@ -463,13 +463,55 @@ TEST_CASE("validate_design names the first problem of a design") {
         "--extrapolate with --task: a task study tests its models at --task-test-lengths");
   CHECK(problem([&](StudyDesign& d) { on_task(d), d.copy_probe = {8}; }).find("--copy-probe with --task") == 0);
   CHECK(problem([&](StudyDesign& d) { on_task(d), d.fine_tune_context = 16; }).find("--fine-tune with --task") == 0);
-  CHECK(problem([&](StudyDesign& d) { on_task(d), d.grid = {parse_grid_axis("lr=0.001,0.002")}; })
-            .find("--grid with --task") == 0);
+  CHECK(problem([&](StudyDesign& d) { on_task(d), d.grid = {parse_grid_axis("lr=0.001,0.002")}; }).empty());
   CHECK(problem([&](StudyDesign& d) { on_task(d), d.task_examples = 0; }) == "--task-examples must be at least 1");
   CHECK(problem([&](StudyDesign& d) { on_task(d), d.extrapolate_rope = {parse_rope_scaling_spec("yarn:2")}; })
             .empty());  // the scalings apply to the task's lengths
   CHECK(problem([](StudyDesign& d) { d.task_lengths = {4}; }) ==
         "--task-test-lengths: the lengths a task's models are tested at; give --task too");
+}
+
+TEST_CASE("a task study crossed with randomized positions tests every run, and compares each variant's accuracy "
+          "by band across the settings") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-task-grid");
+  StudyDesign d = tiny_design();
+  d.variants = {"rope", "learned"};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate.clear();
+  d.run.data.clear();
+  d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
+  d.run.train.context = task_context(*d.run.task);  // 6 inputs
+  d.task_examples = 4;
+  d.grid = {parse_grid_axis("random_positions=0,48")};  // 48: the inputs of the longest tested copy, 24
+  const StudyRunner runner(d, dir.path, "", make_test_model);
+  StudyObserver quiet;
+  StudyFailures failures;
+  runner.run(runner.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const std::vector<RunRecord> records = runner.records(false, failures);
+  REQUIRE(records.size() == 8);
+  for (const RunRecord& r : records) {
+    INFO(r.variant() << " seed " << r.seed() << " at " << r.config.random_positions);
+    // at random positions learned's table has a row for every position of the range: every length
+    // is tested; at 0, 1, 2, … its table ends at the trained context
+    const bool whole_range = r.variant() == "rope" || r.config.random_positions == 48;
+    CHECK(r.task_at(24)->contains("accuracy") == whole_range);
+    CHECK(r.task_at(3)->contains("accuracy"));
+  }
+  const GridSummary g = summarize_grid(d, records);
+  REQUIRE(g.settings.size() == 2);
+  REQUIRE(g.settings[1].second.task);
+  const std::size_t bands = g.settings[1].second.task->bands.size();
+  REQUIRE(g.task_across.size() == bands * 2);  // each band: rope and learned, one comparison each
+  const TaskSettingComparison& rope_trained = g.task_across[0];
+  CHECK(rope_trained.variant == "rope");
+  CHECK(rope_trained.setting == "random_positions=48");
+  CHECK(rope_trained.seeds == std::vector<std::uint64_t>{1, 2});
+  // learned past its table at 0, 1, 2, …: nothing to compare
+  CHECK(g.task_across[2 * (bands - 1) + 1].accuracy.empty());
 }
 
 TEST_CASE("a task study tests each base run at every tested length and scaling, completes a record part-way, and "

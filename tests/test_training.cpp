@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <posenc/encodings/all.hpp>
 #include <posenc/train/training_run.hpp>
 #include <posenc/transformer.hpp>
 
@@ -28,14 +29,16 @@ std::string corpus() {
   return text;
 }
 
-std::vector<float> parameters_of(const Model& model) {
+template <class AnyPolicyModel>
+std::vector<float> parameters_of(const AnyPolicyModel& model) {
   const auto& p = model.parameters();
   return {p.data(), p.data() + p.size()};
 }
 
 // Trains `model` with `config`; returns the step reports.
-std::vector<StepReport> train(Model& model, const CharDataset& data, const TrainConfig& config) {
-  Trainer<Model> trainer(model, data, config);
+template <class AnyPolicyModel>
+std::vector<StepReport> train(AnyPolicyModel& model, const CharDataset& data, const TrainConfig& config) {
+  Trainer<AnyPolicyModel> trainer(model, data, config);
   std::vector<StepReport> reports;
   trainer.run([&](const StepReport& r) { reports.push_back(r); }, [](const EvalRecord&) {});
   return reports;
@@ -686,4 +689,49 @@ TEST_CASE("every enumeration's table: each name parses back to its value, an unk
   check(precisions);
   check(rope_scaling_names);
   CHECK(schedule_kinds.known() == "constant, cosine, linear, wsd");
+}
+
+TEMPLATE_LIST_TEST_CASE("training at randomized positions is bitwise the same on every run at 1 and at 2 threads, "
+                        "and moves the model otherwise than at 0…T−1", "", AllPolicies) {
+  // (across thread counts the sums of a trainable bias's gradient round differently, as without
+  // randomized positions)
+  posenc_test::ThreadCounts restore;
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 4;
+  const auto trained = [&](int threads, std::size_t range) {
+    set_num_threads(threads);
+    CharTransformer<TestType, 1, 8, 2> model(
+        ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .position_range = range});
+    train(model, data, config);
+    return parameters_of(model);
+  };
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    const auto first = trained(threads, 40);
+    CHECK(trained(threads, 40) == first);
+    if constexpr (!std::is_same_v<TestType, NoPE>) CHECK(trained(threads, 41) != first);
+  }
+}
+
+TEST_CASE("a run at randomized positions resumes to the uninterrupted run's bits") {
+  const CharDataset data(corpus());
+  TrainConfig config = small_config();
+  config.steps = 6;
+  config.eval_every = 3;
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-positions";
+  std::filesystem::remove_all(base);
+  const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3, .position_range = 32};
+  Model whole(model_config), stopped(model_config);
+  run_training(whole, data, config, RunDirectory(base / "whole"), false);
+  TrainingCallbacks stop_at_4;
+  std::int64_t steps_seen = 0;
+  stop_at_4.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+  stop_at_4.should_stop = [&] { return steps_seen == 4; };
+  const RunDirectory split(base / "split");
+  CHECK_THROWS_AS(run_training(stopped, data, config, split, false, stop_at_4), Interrupted);
+  Model resumed(model_config);
+  run_training(resumed, data, config, split, true);
+  CHECK(parameters_of(resumed) == parameters_of(whole));
+  std::filesystem::remove_all(base);
 }

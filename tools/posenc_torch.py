@@ -5,7 +5,10 @@
     python3 tools/posenc_torch.py --batch FILE
 
 prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
-as `shakespeare eval`, so the two can be compared, as one JSON line. With --batch, each line of
+as `shakespeare eval`, so the two can be compared, as one JSON line. A checkpoint trained at
+randomized positions (Ruoss et al. 2023; metadata "position_range") reads each batch of windows at
+the positions posenc draws for it: an ordered subset of the range by selection sampling, from a
+64-bit Mersenne Twister keyed by the batch's tokens, written out again here. With --batch, each line of
 FILE holds the arguments of one such evaluation, and each gets its JSON line, in one process (so
 PyTorch, which takes seconds to import, starts once). The model here is written from posenc's
 definition (pre-LayerNorm blocks, tanh-GELU MLP, lm_head with bias, its weight the token table's
@@ -37,6 +40,69 @@ def load_safetensors(path):
         begin, end = entry["data_offsets"]
         tensors[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.float32).reshape(entry["shape"])
     return tensors, metadata
+
+
+MASK64 = (1 << 64) - 1
+
+
+def mix(x):
+    """splitmix64's finaliser."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & MASK64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+class MersenneTwister64:
+    """std::mt19937_64 (Matsumoto and Nishimura's MT19937-64), seeded as its constructor seeds it."""
+
+    def __init__(self, seed):
+        self.state = [seed & MASK64]
+        for i in range(1, 312):
+            previous = self.state[-1]
+            self.state.append((6364136223846793005 * (previous ^ (previous >> 62)) + i) & MASK64)
+        self.index = 312
+
+    def next(self):
+        if self.index == 312:
+            upper, lower = 0xFFFFFFFF80000000, 0x7FFFFFFF
+            for i in range(312):
+                x = (self.state[i] & upper) | (self.state[(i + 1) % 312] & lower)
+                shifted = x >> 1
+                if x & 1:
+                    shifted ^= 0xB5026F5AA96619E9
+                self.state[i] = self.state[(i + 156) % 312] ^ shifted
+            self.index = 0
+        y = self.state[self.index]
+        self.index += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        y ^= y >> 43
+        return y & MASK64
+
+    def uniform_index(self, n):  # rejection sampling, without modulo bias
+        limit = MASK64 - MASK64 % n
+        draw = self.next()
+        while draw >= limit:
+            draw = self.next()
+        return draw % n
+
+
+def draw_positions_for(ids, count, position_range):
+    """The positions posenc reads a batch of token ids (row by row) at: `count` of the range, in
+    order, each subset equally likely (selection sampling), keyed by the ids."""
+    key = mix(len(ids))
+    for i in ids:
+        key = mix(key ^ i)
+    rng, positions = MersenneTwister64(key), []
+    for p in range(position_range):
+        if len(positions) == count:
+            break
+        if rng.uniform_index(position_range - p) < count - len(positions):
+            positions.append(p)
+    return positions
 
 
 def alibi_slopes(heads):
@@ -89,6 +155,7 @@ class PosencModel(torch.nn.Module):
         self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
         self.trained_context = int(meta["context"])  # FIRE's threshold starts at a quarter of it
         self.vocab = bytes(json.loads(meta["vocab"]))
+        self.position_range = int(meta.get("position_range", "0"))  # 0: positions 0, 1, 2, …
         self.rope = rope_scaling if rope_scaling is not None else json.loads(meta.get("rope_scaling", "{}"))
         if meta.get("tie_weights", "false") == "true":  # one table: the file holds no lm_head.weight
             assert "lm_head.weight" not in tensors
@@ -100,9 +167,13 @@ class PosencModel(torch.nn.Module):
         hd = D // H
         w = self.w
         x = w["transformer.wte.weight"][idx]
-        pos = torch.arange(T, dtype=torch.float64)
+        rows = list(range(T))
+        if self.position_range:
+            rows = draw_positions_for(idx.flatten().tolist(), T, self.position_range)
+        pos = torch.tensor(rows, dtype=torch.float64)
+        extent = rows[-1] + 1  # the positions the sequence reaches: a rotary table's length
         if self.policy == "learned":
-            x = x + w["transformer.wpe.weight"][:T]
+            x = x + w["transformer.wpe.weight"][torch.tensor(rows)]
         elif self.policy == "sinusoidal":
             i = torch.arange(D)
             angle = pos[:, None] * torch.pow(10000.0, -(i // 2 * 2).double() / D)[None, :]
@@ -118,7 +189,7 @@ class PosencModel(torch.nn.Module):
             # rope: every dimension, i with i + hd/2; rope-partial: the first quarter, rotate-half
             # within it (GPT-NeoX's rotary_pct); rope-interleaved: 2i with 2i + 1 (GPT-J).
             r = hd if self.policy != "rope-partial" else 2 * int(0.25 * hd / 2 + 0.5)
-            inv_freq, magnitude = rope_frequencies(10000.0, r, self.rope, T, self.trained_context)
+            inv_freq, magnitude = rope_frequencies(10000.0, r, self.rope, extent, self.trained_context)
             angle = pos[:, None] * inv_freq[None, :]
             if self.policy == "rope-interleaved":
                 cos = (magnitude * angle.cos()).repeat_interleave(2, -1).float()
@@ -137,7 +208,7 @@ class PosencModel(torch.nn.Module):
                     return torch.cat([head * cos + half * sin, rest], -1)
 
         if self.policy == "xpos":  # RoPE (rotate-half) with ζ^(n/512) on queries, ζ^(−m/512) on keys
-            inv_freq, magnitude = rope_frequencies(10000.0, hd, self.rope, T, self.trained_context)
+            inv_freq, magnitude = rope_frequencies(10000.0, hd, self.rope, extent, self.trained_context)
             angle = pos[:, None] * inv_freq[None, :]
             zeta = (2.0 * torch.arange(hd // 2).double() / hd + 0.4) / 1.4
             zscale = torch.pow(zeta[None, :], pos[:, None] / 512.0)

@@ -135,6 +135,11 @@ class RunOptions {
                        "nanoGPT's dropout probability on the embeddings, the attention probabilities and both "
                        "residual branches, in training only")
             ->check(number_in(0, 0.999, "a number in [0, 1)")));
+    add(app.add_option("--random-positions", run.random_positions,
+                       "Randomized positions (Ruoss et al. 2023): train and evaluate every sequence at an ordered "
+                       "random subset of positions 0 … N−1, N at least --context and the longest sequence tested "
+                       "(a learned table gets N rows) [0: positions 0, 1, 2, …]")
+            ->check(whole_number_in(0, longest_context)));
     add(app.add_flag("--tie-weights", run.tie_weights,
                      "lm_head.weight is the token embedding, as nanoGPT (vocabulary × dim fewer parameters)"),
         false);

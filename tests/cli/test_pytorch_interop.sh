@@ -2,7 +2,8 @@
 # posenc checkpoints in PyTorch: for every policy `shakespeare --list-posenc` lists, trains a small
 # model at context 64, then checks that tools/posenc_torch.py (the model written independently in
 # PyTorch) gives the same full-pass losses as `shakespeare eval`, at the trained context and at
-# twice it (past training: T5's far buckets, FIRE's rows past its threshold, RoPE's unseen angles).
+# twice it (past training: T5's far buckets, FIRE's rows past its threshold, RoPE's unseen angles),
+# and models trained at randomized positions.
 # Where PyTorch is missing it skips (exit 77), or fails with `require` (the developer preset, which
 # CI runs: scripts/test.sh installs Debian's python3-torch).
 #   test_pytorch_interop.sh SHAKESPEARE_BINARY WORK_DIR [require]
@@ -116,5 +117,11 @@ cross_check rope-linear rope 64 128
 "$bin" train --posenc kerple "${small_run[@]}" --tie-weights --init pytorch --lr-schedule cosine \
   --warmup-steps 5 --grad-clip 1 --grad-accum 2 --decay-on matrices --dropout 0.1 --out kerple-tied > /dev/null 2>&1
 cross_check kerple-tied kerple 64
+# randomized positions (Ruoss et al.): each batch read at the positions posenc draws for its tokens,
+# which the twin draws again; every policy, at the trained context and at the range's end
+for policy in $policies; do
+  "$bin" train --posenc "$policy" "${small_run[@]}" --random-positions 256 --out "$policy-random" > /dev/null 2>&1
+  cross_check "$policy-random" "$policy" 64 256
+done
 compare_all
 finish

@@ -6,7 +6,9 @@
 # accuracy by band with paired tests and Holm.
 #   docs/results/tasks/study.sh [TASK ...]   (default: copy reverse addition)
 # Environment: B (the programs' folder, default build/release/examples), JOBS (runs at once, 1),
-# POLICIES (default: all twelve), STEPS (default: each task's below).
+# POLICIES (default: all twelve), STEPS (default: each task's below), RANDOMIZED=1: the same runs
+# crossed with randomized positions (Ruoss et al. 2023; --grid random_positions=0,N, N 8 × the
+# trained context, the longest tested input), into TASK-random.
 # Resumable: the same command continues; records committed under docs/results/tasks/TASK/records
 # are copied in first, so a new checkout trains only what is missing. Writes runs/tasks-study/TASK
 # and, when a task's study is done, docs/results/tasks/TASK/{records,summary.*,plots}; while it
@@ -23,12 +25,16 @@ tasks=("$@")
 # trained lengths and steps of each task (tested: 8 × the longest trained, the study's default)
 trained() { case "$1" in copy|reverse) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-256 ;; esac; }
 steps() { case "$1" in associative-recall) echo 10000 ;; *) echo 3000 ;; esac; }
+# randomized positions' range: 8 × the trained context (copy and reverse: 32 inputs, 2 × 16 + 1
+# characters less the last), the inputs of the longest tested example
+range() { case "$1" in copy|reverse) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
 
 # Copies the task's finished records (every tested length evaluated: a record is written before
 # its tests, and one cut off there needs its checkpoint under runs/) into docs/results/tasks/TASK.
 collect() {
-  mkdir -p "docs/results/tasks/$1/records"
-  /usr/bin/python3 - "runs/tasks-study/$1/records" "docs/results/tasks/$1/records" "$(trained "$1")" <<'PY'
+  local name=${2:-$1}
+  mkdir -p "docs/results/tasks/$name/records"
+  /usr/bin/python3 - "runs/tasks-study/$name/records" "docs/results/tasks/$name/records" "$(trained "$1")" <<'PY'
 import glob, json, os, shutil, sys
 source, target, trained = sys.argv[1], sys.argv[2], int(sys.argv[3].split("-")[1])
 tested = 8 * trained if 8 * trained <= 128 else 128  # the study's default tested lengths
@@ -37,26 +43,36 @@ for path in glob.glob(os.path.join(source, "*.json")):
         shutil.copy(path, target)
 PY
 }
-[ "${COLLECT:-0}" = 1 ] && { for task in "${tasks[@]}"; do collect "$task"; done; exit 0; }
+[ "${COLLECT:-0}" = 1 ] && {
+  for task in "${tasks[@]}"; do collect "$task" "$task$([ "${RANDOMIZED:-0}" = 1 ] && echo -random)"; done
+  exit 0
+}
 
 shopt -s nullglob
 for task in "${tasks[@]}"; do
-  out=runs/tasks-study/$task
-  keep=docs/results/tasks/$task
+  name=$task
+  extra=()
+  if [ "${RANDOMIZED:-0}" = 1 ]; then
+    name=$task-random
+    extra+=(--grid "random_positions=0,$(range "$task")")
+  fi
+  out=runs/tasks-study/$name
+  keep=docs/results/tasks/$name
   mkdir -p "$out/records"
   committed=("$keep"/records/*.json)
   [ ${#committed[@]} -eq 0 ] || cp -n "${committed[@]}" "$out/records/"
-  extra=()
   [ "$task" = passkey ] && extra+=(--data data/tinyshakespeare/input.txt --task-examples 20)
   nice -n 19 "$B/study" --task "$task" --task-lengths "$(trained "$task")" --variants "$policies" --seeds 1,2,3 \
     --steps "$(steps "$task")" --extended-steps 0 --layers 2 --dim 64 --heads 4 --lr 3e-3 --lr-schedule cosine \
     --warmup-steps 100 --min-lr-fraction 0.1 --eval-every 500 --eval-iters 20 --jobs "$jobs" --threads "$jobs" \
     ${extra[@]+"${extra[@]}"} --out "$out" > "$out.log" 2>&1 || { tail -5 "$out.log"; exit 1; }
-  collect "$task"
-  cp "$out"/summary.md "$out"/summary.json "$out"/summary.csv "$out"/summary_task.csv "$keep/"
+  collect "$task" "$name"
+  for file in summary.md summary.json summary.csv summary_task.csv; do  # a grid's has no summary_task.csv
+    [ ! -f "$out/$file" ] || cp "$out/$file" "$keep/"
+  done
   if /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
-    /usr/bin/python3 tools/plot_study.py "$out" > /dev/null && mkdir -p "$keep/plots" &&
-      cp "$out"/plots/task_accuracy.* "$keep/plots/"
+    /usr/bin/python3 tools/plot_study.py "$out" > /dev/null && mkdir -p "$keep/plots"
+    for plot in "$out"/plots/task_accuracy.* "$out"/plots/grid_*; do [ ! -f "$plot" ] || cp "$plot" "$keep/plots/"; done
   fi
-  echo "done $task"
+  echo "done $name"
 done

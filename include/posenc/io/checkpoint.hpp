@@ -68,13 +68,14 @@ struct CheckpointInfo {
   Precision precision = Precision::fp32;  // of the training GEMMs; the parameters are F32 either way
   bool tie_weights = false;               // ModelConfig::tie_weights: the file has no lm_head.weight
   RopeScaling rope = {};                  // ModelConfig::rope (metadata "rope_scaling", when not the default)
+  std::size_t position_range = 0;         // ModelConfig::position_range (metadata, when not 0)
 
   // The configuration of the model the checkpoint holds, accepting sequences up to max_context
   // (0: the model's default).
   ModelConfig model_config(std::size_t max_context_wanted = 0) const {
     return ModelConfig{.vocab_size = vocabulary.size(), .context = context,
                        .max_context = max_context_wanted != 0 ? max_context_wanted : max_context,
-                       .tie_weights = tie_weights, .rope = rope};
+                       .tie_weights = tie_weights, .rope = rope, .position_range = position_range};
   }
 };
 
@@ -158,6 +159,9 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
     if (j.is_discarded()) fail("checkpoint '", file.source(), "': metadata 'rope_scaling' is not JSON");
     info.rope = rope_scaling_from_json(j, "checkpoint '" + file.source() + "': metadata 'rope_scaling'");
   }
+  // checkpoints without the entry were trained at positions 0, 1, 2, …
+  if (file.metadata().contains("position_range"))
+    info.position_range = detail::metadata_number(file, "position_range");
   if (info.layers == 0 || info.dim == 0 || info.heads == 0 || info.context == 0)
     fail("checkpoint '", file.source(), "': layers, dim, heads and context must be positive");
   return info;
@@ -192,6 +196,8 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("init", std::string(init_scheme_name(model.config().init)));
   writer.add_metadata("embedding_std", number(*model.config().embedding_std));
   if (model.config().rope.changes_anything()) writer.add_metadata("rope_scaling", to_json(model.config().rope).dump());
+  if (model.config().position_range != 0)
+    writer.add_metadata("position_range", std::to_string(model.config().position_range));
   for (const auto& [key, value] : extra_metadata) writer.add_metadata(key, value);
   for (const ParameterInfo& e : model.parameter_table().entries())
     writer.add_tensor(e.name, e.shape, model.parameters()[e.slot]);

@@ -65,6 +65,12 @@ struct ModelConfig {
   // A rotary policy's base and stretch past the trained context (linear, NTK, dynamic NTK, YaRN;
   // encodings/rope_scaling.hpp). The default changes nothing; other policies refuse anything else.
   RopeScaling rope = {};
+  // Randomized positions (Ruoss et al. 2023). 0: a sequence's index t is at position t. Otherwise
+  // every pass reads its sequences at an ordered random subset of [0, position_range) (the
+  // trainer's draw for each micro-batch, set_positions, or else one drawn from the pass's tokens),
+  // so that a model trained on short sequences has seen the positions of sequences up to
+  // position_range long: the longest it accepts, and the rows of a learned table.
+  std::size_t position_range = 0;
 };
 
 // token embedding + the policy's position signal → Layers × DecoderBlock → final LN → lm_head.
@@ -95,7 +101,7 @@ class CharTransformer {
         // tied, the table is nanoGPT's lm_head.weight (wte.weight = lm_head.weight): an nn.Linear's
         wte_(table_->add("transformer.wte.weight", {config.vocab_size, Dim}, Init::embedding, 0,
                          config.tie_weights ? TorchInit::linear(Dim) : TorchInit{})),
-        position_(*table_, config.context),
+        position_(*table_, config.position_range != 0 ? config.position_range : config.context),
         blocks_(make_blocks(*table_, config.context, config.causal, config.precision)),
         ln_f_w_(table_->add("transformer.ln_f.weight", {Dim}, Init::ones)),
         ln_f_b_(table_->add("transformer.ln_f.bias", {Dim}, Init::zeros)),
@@ -104,10 +110,10 @@ class CharTransformer {
                                                     TorchInit::linear(Dim))),
         lm_head_b_(table_->add("lm_head.bias", {config.vocab_size}, Init::zeros, 0, TorchInit::linear(Dim))),
         store_(table_) {
-    const std::size_t requested = config.max_context != 0
-                                      ? config.max_context
-                                      : default_max_context_factor * config.context;
-    max_context_ = std::min(requested, position_.max_positions());
+    const std::size_t requested = config.max_context != 0     ? config.max_context
+                                  : config.position_range != 0 ? config.position_range
+                                                               : default_max_context_factor * config.context;
+    max_context_ = std::min({requested, position_.max_positions(), position_limit()});
     store_.initialize(config.seed, *config_.embedding_std, config.init);
     set_rope_scaling(config.rope);
     num_threads();  // applies the default thread count if the program has not chosen one
@@ -229,6 +235,17 @@ class CharTransformer {
   // Back to evaluation passes: no dropout.
   void clear_dropout_pass() { dropout_ = {}; }
 
+  // The positions the following passes read every sequence at: index t at positions[t] (strictly
+  // increasing, below position_range, or below a learned table's rows without one; a pass of T
+  // indices uses the first T). Rotations, biases and position tables all see them; generation
+  // (forward_step) reads 0, 1, 2, … still.
+  void set_positions(std::vector<std::size_t> positions) {
+    check_positions(positions, position_limit(), "CharTransformer::set_positions");
+    given_positions_ = std::move(positions);
+  }
+  // Back to the default: 0…T−1, or a draw from each pass's tokens under a position_range.
+  void clear_positions() { given_positions_.clear(); }
+
   void zero_grad() {
     POSENC_PROFILE_SCOPE("optimizer: zero_grad");
     store_.grads.fill(S(0));
@@ -272,6 +289,7 @@ class CharTransformer {
     std::size_t saved_chunk = npos;                // first sequence of the chunk whose activations are saved
     bool has_loss = false;
     std::vector<TokenId> inputs, targets;          // (B,T)
+    std::vector<std::size_t> positions;            // (T) every sequence's positions; empty: 0…T−1
     bool masked = false;                           // whether `mask` chooses the scored targets
     std::vector<std::uint8_t> mask;                // (B,T) when masked
     std::size_t scored = 0;                        // targets the loss averages over
@@ -329,6 +347,9 @@ class CharTransformer {
            c.context);
     if (!(c.dropout >= 0 && c.dropout < 1))
       fail("CharTransformer: dropout must lie in [0, 1), got ", c.dropout);
+    if (c.position_range != 0 && c.position_range < c.context)
+      fail("CharTransformer: position_range ", c.position_range, " is shorter than the context ", c.context,
+           "; randomized positions are drawn from a range at least as long as the sequences");
     if (c.embedding_std && !(std::isfinite(*c.embedding_std) && *c.embedding_std > 0))
       fail("CharTransformer: embedding_std must be a positive finite number, got ", *c.embedding_std);
     if (c.precision == Precision::bf16) {
@@ -402,6 +423,7 @@ class CharTransformer {
     ws_.has_loss = false;
     ws_.inputs.assign(inputs.begin(), inputs.end());
     if (targets != nullptr) ws_.targets.assign(targets->begin(), targets->end());
+    choose_positions(T);
     ws_.logits.resize(B * T * V);
     const std::size_t N = ws_.rows;
     ws_.residual.resize((Layers + 1) * N * Dim);
@@ -418,6 +440,27 @@ class CharTransformer {
     ws_.scratch.resize(ws_.chunk, T, Dim);
   }
 
+  // Positions past which set_positions and a position_range may not reach: the range, else a
+  // learned table's rows.
+  std::size_t position_limit() const {
+    return config_.position_range != 0 ? config_.position_range : position_.max_positions();
+  }
+
+  // The batch's positions (empty: 0…T−1): those given, else under a range those drawn for its
+  // tokens (draw_positions_for).
+  void choose_positions(std::size_t T) {
+    ws_.positions.clear();
+    if (!given_positions_.empty()) {
+      if (given_positions_.size() < T)
+        fail("CharTransformer: set_positions gave ", given_positions_.size(), " positions for a sequence of ", T);
+      ws_.positions.assign(given_positions_.begin(), given_positions_.begin() + static_cast<std::ptrdiff_t>(T));
+    } else if (config_.position_range != 0) {
+      ws_.positions = draw_positions_for(ws_.inputs, T, config_.position_range);
+    }
+  }
+  PositionMap batch_positions() const { return {ws_.positions}; }
+  const std::size_t* embedding_rows() const { return ws_.positions.empty() ? nullptr : ws_.positions.data(); }
+
   // Forward for sequences [b0, b0+n) of the batch: saves their activations, writes their logits.
   void chunk_forward(std::size_t b0) {
     const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
@@ -425,11 +468,13 @@ class CharTransformer {
     S* logits = ws_.logits.data() + b0 * T * V;
     const std::uint64_t first_sequence = dropout_first_sequence_ + b0;
     profiled("forward: embedding", [&] {
-      embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_], position_.positions(store_, T), n, T, Dim, V);
+      embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
+                        position_.positions(store_, batch_positions().extent(T)), n, T, Dim, V, embedding_rows());
       dropout(residual(0), n * T * Dim, dropout_.at(embedding_site), first_sequence * T * Dim);
     });
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T, dropout_.at(1 + l), first_sequence);
+      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T, dropout_.at(1 + l), first_sequence,
+                         batch_positions());
     profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
                                          ws_.lnf_rstd.data(), residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
     profiled("forward: linear lm_head", [&] {
@@ -481,13 +526,14 @@ class CharTransformer {
       profiled("backward: zero scratch", [&] { std::fill(ws_.dx_next.begin(),
                                                ws_.dx_next.begin() + static_cast<std::ptrdiff_t>(N * Dim), S(0)); });
       blocks_[l].backward(ws_.dx_next.data(), ws_.dx.data(), residual(l), ws_.blocks[l], ws_.scratch, store_, n, T,
-                          dropout_.at(1 + l), dropout_first_sequence_ + b0);
+                          dropout_.at(1 + l), dropout_first_sequence_ + b0, batch_positions());
       std::swap(ws_.dx, ws_.dx_next);
     }
     // x[0] = dropout(wte[inputs] + position table)
     profiled("backward: embedding", [&] {
       dropout(ws_.dx.data(), N * Dim, dropout_.at(embedding_site), (dropout_first_sequence_ + b0) * T * Dim);
-      embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim);
+      embedding_backward(g[wte_], position_.position_grads(store_), ws_.dx.data(), inputs, n, T, Dim,
+                         embedding_rows());
     });
   }
 
@@ -501,6 +547,7 @@ class CharTransformer {
   std::size_t max_context_ = 0;
   Workspace ws_;
   DropoutMask dropout_;  // of the current training pass; inactive outside them
+  std::vector<std::size_t> given_positions_;  // set_positions'; empty: none given
   std::uint64_t dropout_first_sequence_ = 0;
 };
 

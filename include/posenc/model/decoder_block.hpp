@@ -11,6 +11,7 @@
 
 #include "posenc/encodings/all.hpp"
 #include "posenc/encodings/concept.hpp"
+#include "posenc/encodings/position_map.hpp"
 #include "posenc/encodings/rope_scaling.hpp"
 #include "posenc/kernels/attention.hpp"
 #include "posenc/kernels/dropout.hpp"
@@ -127,12 +128,19 @@ class DecoderBlock {
     }
   }
 
+  // The policy's hooks for a sequence of T indices read at `positions` (PositionedHooks).
+  PositionedHooks<BoundHooks, S> bind_at(ParameterStore<S>& store, std::size_t T, PositionMap positions) {
+    return {position_.bind(store, positions.extent(T)), positions};
+  }
+
   // out (B,T,D), inp (B,T,D). The training path: posenc::fast kernels, which tests/
   // test_fast_kernels.cpp checks against the reference kernels. With an active `dropout` (this
   // layer's mask of a training pass; the batch's sequences are first_sequence…), nanoGPT's three
   // dropouts: the attention probabilities, and each branch's output before its residual add.
+  // Every sequence's index t sits at position positions.at(t).
   void forward(S* out, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
-               std::size_t T, const DropoutMask& dropout = {}, std::uint64_t first_sequence = 0) {
+               std::size_t T, const DropoutMask& dropout = {}, std::uint64_t first_sequence = 0,
+               PositionMap positions = {}) {
     const std::size_t N = B * T;
     const auto& p = store.values;
     const std::uint64_t first = first_sequence * T * Dim;  // the batch's first element in the residual masks
@@ -141,7 +149,7 @@ class DecoderBlock {
     profiled("forward: linear qkv", [&] { fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w],
                                           p[w_.c_attn_b], N, Dim, 3 * Dim, precision_); });
     profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T,
-                                         Dim, Heads, position_.bind(store, T), causal_,
+                                         Dim, Heads, bind_at(store, T, positions), causal_,
                                          fast::AttentionDropout{dropout.at(attention_site), first_sequence}); });
     profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
                                                 p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_); });
@@ -163,7 +171,7 @@ class DecoderBlock {
   // forward's dropout
   void backward(S* dinp, const S* dout, const S* inp, const Activations& act, Scratch& sc,
                 ParameterStore<S>& store, std::size_t B, std::size_t T, const DropoutMask& dropout = {},
-                std::uint64_t first_sequence = 0) {
+                std::uint64_t first_sequence = 0, PositionMap positions = {}) {
     const std::size_t N = B * T;
     const std::uint64_t first = first_sequence * T * Dim;
     const auto& p = store.values;
@@ -203,7 +211,7 @@ class DecoderBlock {
     // one share of scratch per thread of this moment (the count may have changed since the
     // forward); it grows on the first step only, unless the thread count or T grows
     profiled("backward: attention", [&] {
-      auto hooks = position_.bind(store, T);
+      auto hooks = bind_at(store, T, positions);
       const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(),
                                                               decltype(hooks)::has_bias_parameters, dropout.active());
       if (sc.attention.size() < needed) sc.attention.resize(needed);

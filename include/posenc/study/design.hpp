@@ -283,9 +283,6 @@ inline void validate_design(const StudyDesign& d) {
     if (d.fine_tune_context != 0)
       fail("--fine-tune with --task: a task's examples are as long as its lengths make them; train another range "
            "with --task-lengths");
-    if (has_grid(d))
-      fail(d.grid_list.empty() ? "--grid" : "--grid-point",
-           " with --task: a task study compares encodings at one setting; run one study per setting (--out)");
     if (d.task_examples == 0) fail("--task-examples must be at least 1");
     for (std::size_t n : d.task_lengths)
       if (n == 0) fail("--task-test-lengths: a length must be at least 1");

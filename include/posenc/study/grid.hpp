@@ -56,7 +56,7 @@ struct GridPoint {
 inline bool grid_may_set(std::string_view name) {
   for (const std::string_view owned : {"posenc", "seed", "steps", "data", "data_digest"})
     if (name == owned) return false;
-  return nlohmann::json(to_json(RunConfig{})).contains(name);
+  return complete_json(RunConfig{}).contains(name);
 }
 
 // A grid value as the JSON of its setting, whose kind is that of its value in a default
@@ -66,7 +66,7 @@ inline bool grid_may_set(std::string_view name) {
 // None when the value is not of its setting's kind; `takes` (when given) then says what it takes.
 inline std::optional<nlohmann::json> read_grid_value(const std::string& name, const std::string& value,
                                                      std::string* takes = nullptr) {
-  const nlohmann::json defaults = to_json(RunConfig{});
+  const nlohmann::json defaults = complete_json(RunConfig{});
   const auto it = defaults.find(name);
   if (it == defaults.end() || it->is_string()) return nlohmann::json(value);
   const auto whole = [&]<class Int>(Int) -> std::optional<nlohmann::json> {

@@ -35,10 +35,24 @@ struct SettingComparison {
   std::optional<double> p_holm;           // Holm-adjusted over every comparison of the summary
 };
 
+// A task study's: one variant's exact-match accuracy over one band of lengths at one grid point
+// against the same variant at another, paired by seed over the seeds with the band evaluated at both.
+struct TaskSettingComparison {
+  std::string variant = {};
+  std::string setting = {}, baseline = {};  // setting_label()
+  std::size_t band = 0;                     // an index into the task summary's bands
+  std::vector<std::uint64_t> seeds = {};
+  std::vector<double> accuracy = {}, baseline_accuracy = {};  // the band's mean accuracy, by seed
+  std::optional<double> mean_difference = {};                 // of accuracy − baseline_accuracy
+  std::optional<stats::TTest> test = {};                      // paired
+  std::optional<double> p_holm = {};  // Holm-adjusted over the band's comparisons with a test
+};
+
 struct GridSummary {
   StudyDesign design;
   std::vector<std::pair<GridPoint, StudySummary>> settings;  // the variants compared within each point
   std::vector<SettingComparison> across;                      // each variant, comparison_pairs' order
+  std::vector<TaskSettingComparison> task_across;             // a task's: by band, then as `across`
 };
 
 // A point's name in a summary: its settings, or for the empty point of a listed grid the study's own.
@@ -59,7 +73,7 @@ inline StudyDesign design_at(const StudyDesign& design, const GridPoint& point) 
 // every setting the grid varies (`names`, grid_setting_names) — also of those the point leaves as
 // they are, so that a listed point's records are not also those of a point with fewer settings.
 inline bool made_at(const RunRecord& record, const StudyDesign& at, const std::vector<std::string>& names) {
-  const nlohmann::json made = to_json(record.config), wanted = to_json(at.run);
+  const nlohmann::json made = complete_json(record.config), wanted = complete_json(at.run);
   for (const std::string& name : names)
     if (made.at(name) != wanted.at(name)) return false;
   return true;
@@ -113,9 +127,49 @@ inline RankingAgreement ranking_agreement(const StudySummary& s) {
   return a;
 }
 
+namespace detail {
+// A task study's accuracy by band: each variant at the points comparison_pairs() names against
+// their baselines, paired by seed; Holm within each band, as the task summary tests its pairs.
+inline void compare_task_across(GridSummary& g, const StudyDesign& design) {
+  const auto band_cell = [](const StudySummary& s, const std::string& variant,
+                            std::size_t band) -> const TaskBandCell* {
+    for (const TaskBandCell& c : s.task->band_cells)
+      if (c.variant == variant && c.scaling == "none" && c.band == band) return &c;
+    return nullptr;
+  };
+  const std::size_t bands = g.settings.front().second.task->bands.size();
+  for (std::size_t b = 0; b < bands; ++b) {
+    const std::size_t first = g.task_across.size();
+    for (const std::string& variant : design.variants)
+      for (const auto& [k, base] : comparison_pairs(design)) {
+        TaskSettingComparison c{.variant = variant, .setting = setting_label(g.settings[k].first),
+                                .baseline = setting_label(g.settings[base].first), .band = b};
+        const TaskBandCell* at = band_cell(g.settings[k].second, variant, b);
+        const TaskBandCell* against = band_cell(g.settings[base].second, variant, b);
+        if (at != nullptr && against != nullptr) {
+          auto [mine, theirs] = stats::shared_pairs(at->seeds, at->accuracy, against->seeds, against->accuracy);
+          for (const std::uint64_t seed : at->seeds)
+            if (std::find(against->seeds.begin(), against->seeds.end(), seed) != against->seeds.end())
+              c.seeds.push_back(seed);
+          c.accuracy = std::move(mine);
+          c.baseline_accuracy = std::move(theirs);
+          if (!c.accuracy.empty()) c.mean_difference = stats::mean(c.accuracy) - stats::mean(c.baseline_accuracy);
+          c.test = stats::paired_t_test(c.accuracy, c.baseline_accuracy);
+        }
+        g.task_across.push_back(std::move(c));
+      }
+    std::vector<std::optional<double>> p;
+    for (std::size_t i = first; i < g.task_across.size(); ++i)
+      p.push_back(g.task_across[i].test ? std::optional<double>(g.task_across[i].test->p) : std::nullopt);
+    const auto adjusted = stats::holm(p);
+    for (std::size_t i = first; i < g.task_across.size(); ++i) g.task_across[i].p_holm = adjusted[i - first];
+  }
+}
+}  // namespace detail
+
 // Every point's summary (summarize_study over its records), and each variant's final validation
 // loss at the points comparison_pairs() names against their baselines, paired by seed,
-// Holm-adjusted together.
+// Holm-adjusted together; in a task study also each variant's accuracy by band the same way.
 inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<RunRecord>& records) {
   GridSummary g;
   g.design = design;
@@ -156,6 +210,7 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
   }
   const auto adjusted = stats::holm(p);
   for (std::size_t i = 0; i < g.across.size(); ++i) g.across[i].p_holm = adjusted[i];
+  if (!g.settings.empty() && g.settings.front().second.task) detail::compare_task_across(g, design);
   return g;
 }
 
@@ -189,7 +244,24 @@ inline nlohmann::json grid_summary_json(const GridSummary& g) {
                       {"paired_t_test", c.test ? nlohmann::json{{"t", c.test->t}, {"df", c.test->df}, {"p", c.test->p},
                                                                 {"p_holm", detail::optional_json(c.p_holm)}}
                                                : nlohmann::json(nullptr)}});
-  return {{"grid", grid}, {"settings", settings}, {"across", across}};
+  nlohmann::json task_across = nlohmann::json::array();
+  const auto& task = g.settings.empty() ? std::optional<TaskSummary>() : g.settings.front().second.task;
+  for (const TaskSettingComparison& c : g.task_across)
+    task_across.push_back(
+        {{"variant", c.variant},
+         {"setting", c.setting},
+         {"baseline", c.baseline},
+         {"band", task->bands[c.band].label()},
+         {"seeds", c.seeds},
+         {"accuracy", c.accuracy},
+         {"baseline_accuracy", c.baseline_accuracy},
+         {"mean_difference", detail::optional_json(c.mean_difference)},
+         {"paired_t_test", c.test ? nlohmann::json{{"t", c.test->t}, {"df", c.test->df}, {"p", c.test->p},
+                                                   {"p_holm", detail::optional_json(c.p_holm)}}
+                                  : nlohmann::json(nullptr)}});
+  nlohmann::json j = {{"grid", grid}, {"settings", settings}, {"across", across}};
+  if (task) j["task_across"] = task_across;
+  return j;
 }
 
 // The per-variant rows of every point, each row led by its point's label.
@@ -253,6 +325,33 @@ inline std::string overview_markdown(const GridSummary& g) {
 }
 }  // namespace detail
 
+namespace detail {
+// A task study's accuracy by band, each variant across the settings.
+inline std::string task_across_markdown(const GridSummary& g) {
+  const TaskSummary& task = *g.settings.front().second.task;
+  std::ostringstream md;
+  md << "\n## Each variant across the settings: exact-match accuracy by band of lengths\n\n"
+     << "The mean over the seeds both settings have of each seed's accuracy over the band's lengths; "
+        "paired t-test by seed, Holm-adjusted over each band's tests. A blank p: fewer than two shared "
+        "seeds, or the same difference in every seed.\n\n"
+     << "| variant | setting | against | band | n | accuracy | baseline (same seeds) | difference | p | p (Holm) |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const TaskSettingComparison& c : g.task_across) {
+    md << "| " << c.variant << " | " << c.setting << " | " << c.baseline << " | " << task.bands[c.band].label()
+       << " | " << c.accuracy.size() << " | ";
+    if (c.accuracy.empty()) {
+      md << "— | — | — |  |  |\n";
+      continue;
+    }
+    md << fixed(stats::mean(c.accuracy)) << " | " << fixed(stats::mean(c.baseline_accuracy)) << " | "
+       << (*c.mean_difference >= 0 ? "+" : "") << fixed(*c.mean_difference) << " | "
+       << (c.test ? p_text(c.test->p) : std::string()) << " | " << (c.test ? p_text(c.p_holm) : std::string())
+       << " |\n";
+  }
+  return md.str();
+}
+}  // namespace detail
+
 inline std::string grid_summary_markdown(const GridSummary& g) {
   using detail::fixed;
   const auto tests = std::count_if(g.across.begin(), g.across.end(), [](const auto& c) { return c.test.has_value(); });
@@ -284,6 +383,7 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
        << detail::p_text(c.test ? std::optional<double>(c.test->p) : std::nullopt) << " | "
        << detail::p_text(c.p_holm) << " |\n";
   }
+  if (!g.task_across.empty()) md << detail::task_across_markdown(g);
   for (const auto& [point, summary] : g.settings) {
     md << "\n## At " << setting_label(point) << "\n\n";
     // the point's own summary, its headings one level down

@@ -11,6 +11,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/encodings/position_map.hpp"
 #include "posenc/tensor.hpp"
 #include "posenc/train/process_group.hpp"
 #include "posenc/train/stop_check.hpp"
@@ -123,6 +124,22 @@ inline double shard_share(const Batch& batch, std::size_t first, std::size_t las
   return static_cast<double>(batch.scored(first, last)) / static_cast<double>(all);
 }
 
+// A model trained at randomized positions reads a shard at the whole batch's draw, which one
+// process scoring all of it reads (not its shard's, which draw_positions_for keys by the shard).
+template <class Model>
+void read_at_batch_positions(Model& model, const Batch& batch) {
+  if constexpr (requires { model.config().position_range; }) {
+    if (const std::size_t range = model.config().position_range; range != 0) {
+      const Tokens& ids = batch.inputs;
+      model.set_positions(draw_positions_for({ids.data(), ids.size()}, ids.shape()[1], range));
+    }
+  }
+}
+template <class Model>
+void read_at_own_positions(Model& model) {
+  if constexpr (requires { model.clear_positions(); }) model.clear_positions();
+}
+
 // The model's mean loss over the batch's scored targets.
 template <class Model>
 double batch_loss(Model& model, const Batch& batch) {
@@ -158,7 +175,9 @@ double estimate_loss(Model& model, BatchStream& batches, std::size_t iterations,
     const double share = detail::shard_share(batch, first, last);
     if (share > 0) {
       copy_rows(shard, batch, first, last);
+      detail::read_at_batch_positions(model, batch);
       total += detail::batch_loss(model, shard) * share;
+      detail::read_at_own_positions(model);
     }
   }
   if (group != nullptr) group->sum(&total, 1);

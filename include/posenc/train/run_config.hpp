@@ -61,6 +61,7 @@ struct RunConfig {
   double dropout = 0;                     // ModelConfig::dropout
   Precision precision = Precision::fp32;  // ModelConfig::precision
   RopeScaling rope = {};                  // ModelConfig::rope
+  std::size_t random_positions = 0;       // ModelConfig::position_range
   InitFrom init_from = {};                // initialize_from_checkpoint's source, for fine-tuning
   std::string data;                       // the corpus's path (a task's: passkey's text, or none)
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
@@ -73,7 +74,8 @@ struct RunConfig {
   ModelConfig model_config(std::size_t vocab_size) const {
     return ModelConfig{.vocab_size = vocab_size, .context = train.context, .seed = train.seed,
                        .embedding_std = embedding_std, .init = init, .tie_weights = tie_weights,
-                       .dropout = dropout, .precision = precision, .rope = rope};
+                       .dropout = dropout, .precision = precision, .rope = rope,
+                       .position_range = random_positions};
   }
   // Whether two configurations give the same numbers: every field but the corpus's path, so a
   // corpus that moved is the same corpus (its digest says so).
@@ -175,10 +177,19 @@ inline nlohmann::json to_json(const RunConfig& c) {
             {"data", c.data},
             {"data_digest", c.data_digest}});
   if (c.rope.changes_anything()) j["rope"] = to_json(c.rope);  // absent: the default, as before it existed
+  if (c.random_positions != 0) j["random_positions"] = c.random_positions;  // likewise
   if (!c.init_from.checkpoint.empty())
     j["init_from"] = {{"checkpoint", c.init_from.checkpoint}, {"step", c.init_from.step},
                       {"context", c.init_from.context}};
   if (c.task) j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
+  return j;
+}
+
+// to_json with every scalar key, those it writes only when set (random_positions) included: the
+// keys a grid may set, and what it tells its points' runs apart by.
+inline nlohmann::json complete_json(const RunConfig& c) {
+  nlohmann::json j = to_json(c);
+  j["random_positions"] = c.random_positions;
   return j;
 }
 
@@ -199,7 +210,7 @@ inline std::string RunConfig::differences(const RunConfig& other) const {
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, dropout, rope, init_from, task, and TrainConfig's, see
+// precision, data_digest, init, tie_weights, dropout, rope, random_positions, init_from, task, and TrainConfig's, see
 // train_config_from_json)
 // takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
@@ -218,6 +229,7 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
     c.precision = parse_precision(j.value("precision", std::string("fp32")));
     c.data = j.at("data").get<std::string>();
     c.data_digest = j.value("data_digest", std::string());
+    c.random_positions = j.value("random_positions", std::size_t{0});
     if (j.contains("rope")) c.rope = rope_scaling_from_json(j.at("rope"), std::string(where) + ": rope");
     if (j.contains("init_from")) {
       const nlohmann::json& from = j.at("init_from");

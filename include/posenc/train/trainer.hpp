@@ -12,6 +12,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/data/dataset.hpp"
+#include "posenc/encodings/position_map.hpp"
 #include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/profile.hpp"
 #include "posenc/train/adamw.hpp"
@@ -170,12 +171,18 @@ class Trainer {
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
       if (k > 0 && should_stop()) {  // a long accumulation must not outlast a stop request
         model_.clear_dropout_pass();
+        model_.clear_positions();
         sampler_->rng().set_state(sampler_at_start);
         return std::nullopt;
       }
       sampler_->sample(batch_);
       // the masks of the step's whole batch: micro-batch k holds its sequences k·batch…, a shard first…
       model_.set_dropout_pass(pass, k * config_.batch + first);
+      // randomized positions: one draw per micro-batch, shared by its sequences (as Ruoss et al.'s
+      // code draws once per forward pass) and by every process's shard of it
+      if (const std::size_t range = model_.config().position_range; range != 0)
+        model_.set_positions(draw_positions(DropoutMask::mix(pass ^ DropoutMask::mix(k + 1)),
+                                            batch_.inputs.shape()[1], range));
       if (group_ != nullptr) copy_rows(shard_, batch_, first, last);
       const Batch& mine = group_ != nullptr ? shard_ : batch_;
       if (!batch_.mask) {
@@ -189,6 +196,7 @@ class Trainer {
                                                              static_cast<S>(scale))) * scale;
     }
     model_.clear_dropout_pass();  // evaluations that follow see the whole model
+    model_.clear_positions();     // and draw their positions from their batches
     if (weight != 1) {
       POSENC_PROFILE_SCOPE("optimizer: scale gradients");
       scale_gradients(model_.store().grads, static_cast<S>(weight));
