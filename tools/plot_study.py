@@ -34,10 +34,12 @@ A study with --grid gets instead
                        when the first setting is the published design
   grid_differences     each variant at each setting minus itself at the first setting (the study's
                        own for --grid-point), paired by seed: the mean, each seed as a dot
+  task_accuracy-SETTING  (a task grid) task_accuracy at each setting
 """
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -418,7 +420,7 @@ def plot_rope_scaling_copy_probe(summary, study):
     return True
 
 
-def plot_task_accuracy(summary, study):
+def plot_task_accuracy(summary, study, name="task_accuracy", setting=""):
     task = summary.get("task")
     if not task:
         return False
@@ -447,8 +449,8 @@ def plot_task_accuracy(summary, study):
     axes[0][0].set_ylabel("exact-match accuracy")
     legend_beside(fig, axes)
     fig.suptitle(f"Task {task['task']}: trained on lengths {task['trained_lengths']}, {task['examples']} examples "
-                 f"a length; mean ± sd over seeds")
-    save(fig, study, "task_accuracy")
+                 f"a length; mean ± sd over seeds" + (f"; {setting}" if setting else ""))
+    save(fig, study, name)
     return True
 
 
@@ -549,6 +551,10 @@ def main():
     if "settings" in summary:  # a grid study
         plot_grid(summary, study)
         names = ["grid_final_val_loss"] + (["grid_differences"] if plot_grid_differences(summary, study) else [])
+        for setting in summary["settings"]:  # a task grid: each setting's accuracy by length
+            name = "task_accuracy-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", setting["setting"]).strip("-")
+            if plot_task_accuracy(setting["summary"], study, name, setting["setting"]):
+                names.append(name)
         print(f"plots: {os.path.join(study, 'plots')}/{{{','.join(names)}}}.{{png,svg}}")
         return
     plot_curves(summary, records, study)

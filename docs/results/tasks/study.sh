@@ -72,7 +72,7 @@ for task in "${tasks[@]}"; do
   done
   if /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
     /usr/bin/python3 tools/plot_study.py "$out" > /dev/null && mkdir -p "$keep/plots"
-    for plot in "$out"/plots/task_accuracy.* "$out"/plots/grid_*; do [ ! -f "$plot" ] || cp "$plot" "$keep/plots/"; done
+    for plot in "$out"/plots/task_accuracy* "$out"/plots/grid_*; do [ ! -f "$plot" ] || cp "$plot" "$keep/plots/"; done
   fi
   echo "done $name"
 done
