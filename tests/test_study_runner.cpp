@@ -50,6 +50,20 @@ StudyDesign tiny_design() {
   return d;
 }
 
+// tiny_design's runs of rope and learned on copy (lengths 1–3: a context of 6 inputs), no extended
+// runs or evaluations of text.
+StudyDesign tiny_task_design() {
+  StudyDesign d = tiny_design();
+  d.variants = {"rope", "learned"};
+  d.extended_steps = 0;
+  d.extended_seeds.clear();
+  d.extrapolate.clear();
+  d.run.data.clear();
+  d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
+  d.run.train.context = task_context(*d.run.task);
+  return d;
+}
+
 // A fresh directory under the system's temporary one, removed at the end of the test.
 struct TempDir {
   std::filesystem::path path;
@@ -476,14 +490,7 @@ TEST_CASE("a task study crossed with randomized positions tests every run, and c
   ThreadCounts restore;
   set_num_threads(1);
   TempDir dir("study-runner-task-grid");
-  StudyDesign d = tiny_design();
-  d.variants = {"rope", "learned"};
-  d.extended_steps = 0;
-  d.extended_seeds.clear();
-  d.extrapolate.clear();
-  d.run.data.clear();
-  d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
-  d.run.train.context = task_context(*d.run.task);  // 6 inputs
+  StudyDesign d = tiny_task_design();
   d.task_examples = 4;
   d.grid = {parse_grid_axis("random_positions=0,48")};  // 48: the inputs of the longest tested copy, 24
   const StudyRunner runner(d, dir.path, "", make_test_model);
@@ -519,14 +526,7 @@ TEST_CASE("a task study tests each base run at every tested length and scaling, 
   ThreadCounts restore;
   set_num_threads(1);
   TempDir dir("study-runner-task");
-  StudyDesign d = tiny_design();
-  d.variants = {"rope", "learned"};
-  d.extended_steps = 0;
-  d.extended_seeds.clear();
-  d.extrapolate.clear();
-  d.run.data.clear();
-  d.run.task = TaskSpec{TaskKind::copy, {1, 3}};
-  d.run.train.context = task_context(*d.run.task);  // 6 inputs: learned's table ends at length 3
+  StudyDesign d = tiny_task_design();  // 6 inputs: learned's table ends at length 3
   d.task_examples = 4;
   d.extrapolate_rope = {parse_rope_scaling_spec("yarn:2")};
   CHECK_THROWS_WITH(StudyRunner(d, dir.path, "some text", make_test_model), Catch::Contains("takes no corpus"));
