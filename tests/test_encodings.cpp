@@ -415,8 +415,9 @@ TEMPLATE_LIST_TEST_CASE("each policy's attention, through the model's kernel, is
     std::copy(v.begin() + static_cast<std::ptrdiff_t>(t * C), v.begin() + static_cast<std::ptrdiff_t>((t + 1) * C),
               qkv.begin() + static_cast<std::ptrdiff_t>(t * 3 * C + 2 * C));
   }
-  std::vector<double> out(T * C), att(H * T * T);
-  fast::attention_forward(out.data(), att.data(), qkv.data(), 1, T, C, H, attention.bind(store, T), true);
+  std::vector<double> out(T * C), lse(H * T);
+  fast::attention_forward(out.data(), lse.data(), static_cast<double*>(nullptr), qkv.data(), 1, T, C, H,
+                          attention.bind(store, T), true);
   double worst = 0, farthest_from_uniform = 0;
   for (std::size_t h = 0; h < H; ++h) {
     const std::vector<double> qh(q.begin() + static_cast<std::ptrdiff_t>(h * hd),
@@ -429,10 +430,17 @@ TEMPLATE_LIST_TEST_CASE("each policy's attention, through the model's kernel, is
       const double top = *std::max_element(p.begin(), p.end());
       double sum = 0;
       for (double& x : p) sum += (x = std::exp(x - top));
-      for (std::size_t j = 0; j <= i; ++j) {
-        const double got = att[(h * T + i) * T + j];
-        worst = std::max(worst, std::abs(got - p[j] / sum));
-        farthest_from_uniform = std::max(farthest_from_uniform, std::abs(got - 1.0 / static_cast<double>(i + 1)));
+      worst = std::max(worst, std::abs(lse[h * T + i] - (top + std::log(sum))));
+      // the output is the values weighted by the formula's softmax; NoPE's by equal weights
+      for (std::size_t d = 0; d < hd; ++d) {
+        double expected = 0, uniform = 0;
+        for (std::size_t j = 0; j <= i; ++j) {
+          expected += p[j] / sum * v[j * C + h * hd + d];
+          uniform += v[j * C + h * hd + d] / static_cast<double>(i + 1);
+        }
+        const double got = out[i * C + h * hd + d];
+        worst = std::max(worst, std::abs(got - expected));
+        farthest_from_uniform = std::max(farthest_from_uniform, std::abs(got - uniform));
       }
     }
   }

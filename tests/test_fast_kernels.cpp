@@ -319,18 +319,50 @@ TEMPLATE_TEST_CASE("fast row kernels match the reference kernels", "", float, do
 
 namespace {
 
+// Each query's log-normaliser log Σ_j exp(s_ij) from the rotated q and k in qkv, computed directly.
+template <class S, class Hooks>
+std::vector<double> direct_log_normalisers(const std::vector<S>& qkv, const Hooks& hooks, std::size_t B,
+                                           std::size_t T, std::size_t C, std::size_t H, bool causal) {
+  const std::size_t hd = C / H;
+  std::vector<double> lse(B * H * T);
+  std::vector<S> row(T);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < T; ++i) {
+        const std::size_t n = causal ? i + 1 : T;
+        const S* q = qkv.data() + (b * T + i) * 3 * C + h * hd;
+        for (std::size_t j = 0; j < n; ++j) {
+          const S* k = qkv.data() + (b * T + j) * 3 * C + C + h * hd;
+          S dot = 0;
+          for (std::size_t d = 0; d < hd; ++d) dot += q[d] * k[d];
+          row[j] = dot / std::sqrt(static_cast<S>(hd));
+        }
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row.data(), h, i, n);
+        const double m = static_cast<double>(*std::max_element(row.data(), row.data() + n));
+        double sum = 0;
+        for (std::size_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
+        lse[(b * H + h) * T + i] = m + std::log(sum);
+      }
+  return lse;
+}
+
 template <class S, class Hooks>
 void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool causal) {
   const std::size_t B = 2, H = 2, C = 8;
   const auto qkv = random_as<S>(B * T * 3 * C, 20);
   const auto dout = random_as<S>(B * T * C, 21);
-  std::vector<S> qkv_ref = qkv, qkv_fast = qkv;
-  std::vector<S> out_ref(B * T * C), out(B * T * C), att_ref(B * H * T * T), att(B * H * T * T, S(-7));
+  std::vector<S> qkv_ref = qkv, qkv_fast = qkv, qkv_kept = qkv;
+  std::vector<S> out_ref(B * T * C), out(B * T * C, S(-7)), att_ref(B * H * T * T), lse(B * H * T, S(-7));
   attention_forward(out_ref.data(), att_ref.data(), qkv_ref.data(), B, T, C, H, hooks, causal);
-  fast::attention_forward(out.data(), att.data(), qkv_fast.data(), B, T, C, H, hooks, causal);
+  fast::attention_forward(out.data(), lse.data(), static_cast<S*>(nullptr), qkv_fast.data(), B, T, C, H, hooks,
+                          causal);
   CHECK(max_error(out, out_ref) < tolerance<S>());
   CHECK(max_error(qkv_fast, qkv_ref) < tolerance<S>());  // q and k rotated in place alike
-  // the softmax at and below the diagonal is the reference's
+  // keeping the probabilities: the same output, and the reference's softmax at and below the diagonal
+  std::vector<S> out_kept(B * T * C), lse_kept(B * H * T), att(B * H * T * T, S(-7));
+  fast::attention_forward(out_kept.data(), lse_kept.data(), att.data(), qkv_kept.data(), B, T, C, H, hooks, causal);
+  CHECK(max_error(out_kept, out_ref) < tolerance<S>());
+  CHECK(max_error(lse_kept, lse) < tolerance<S>());
   double att_err = 0;
   for (std::size_t bh = 0; bh < B * H; ++bh)
     for (std::size_t i = 0; i < T; ++i)
@@ -338,6 +370,16 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
         att_err =
             std::max(att_err, std::abs(static_cast<double>(att[(bh * T + i) * T + j] - att_ref[(bh * T + i) * T + j])));
   CHECK(att_err < tolerance<S>());
+  const std::vector<double> lse_direct = direct_log_normalisers(qkv_ref, hooks, B, T, C, H, causal);
+  double lse_err = 0;
+  for (std::size_t e = 0; e < lse.size(); ++e)
+    lse_err = std::max(lse_err, std::abs(static_cast<double>(lse[e]) - lse_direct[e]));
+  CHECK(lse_err < tolerance<S>());
+  // without a backward to follow no log-normaliser is kept, and the output is the same
+  std::vector<S> qkv_again = qkv, out_alone(B * T * C);
+  fast::attention_forward(out_alone.data(), static_cast<S*>(nullptr), static_cast<S*>(nullptr), qkv_again.data(), B, T,
+                          C, H, hooks, causal);
+  CHECK(out_alone == out);
   if (causal) {
     // the last query of sequence 0 against its keys and values held in a ring that wraps (the
     // oldest in slot 3): both step kernels give that row of the full forward
@@ -359,25 +401,33 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
     CHECK(max_error(step, last_row) < tolerance<S>());
   }
   // backward adds into a non-zero dqkv, and into the bias parameters' gradients (in `grads`)
-  auto dqkv_ref = random_as<S>(qkv.size(), 22), dqkv = dqkv_ref;
-  std::vector<S> scratch(fast::attention_scratch_size(T, C, H, max_parallel_threads(), Hooks::has_bias_parameters));
+  const auto dqkv_start = random_as<S>(qkv.size(), 22);
+  auto dqkv_ref = dqkv_start;
   const std::vector<S> grads_before(grads.begin(), grads.end());
   attention_backward(dqkv_ref.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H,
                      hooks, causal);
   const std::vector<S> grads_ref(grads.begin(), grads.end());
-  std::copy(grads_before.begin(), grads_before.end(), grads.begin());
-  fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks,
-                           causal);
-  CHECK(max_error(dqkv, dqkv_ref) < tolerance<S>());
-  CHECK(max_error(std::vector<S>(grads.begin(), grads.end()), grads_ref) < tolerance<S>());
-  if constexpr (Hooks::has_bias_parameters) CHECK(max_error(grads_ref, grads_before) > 0.01);  // they were reached
-  // overwrite: garbage in dqkv is replaced by the gradient alone
-  std::vector<S> fresh(qkv.size(), S(0)), over(qkv.size(), S(1e30));
+  std::vector<S> fresh(qkv.size(), S(0));
   attention_backward(fresh.data(), dout.data(), qkv_ref.data(), att_ref.data(), B, T, C, H, hooks,
                      causal);
-  fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), att.data(), B, T, C, H, hooks,
-                           causal, true);
-  CHECK(max_error(over, fresh) < tolerance<S>());
+  // from the log-normalisers (each tile's probabilities recomputed), and from the kept probabilities
+  for (const bool kept : {false, true}) {
+    INFO("probabilities kept: " << kept);
+    const S* probabilities = kept ? att.data() : nullptr;
+    std::vector<S> scratch(fast::attention_scratch_size<Hooks, S>(T, C, H, max_parallel_threads(), kept));
+    auto dqkv = dqkv_start;
+    std::copy(grads_before.begin(), grads_before.end(), grads.begin());
+    fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv_fast.data(), out.data(), lse.data(),
+                             probabilities, B, T, C, H, hooks, causal);
+    CHECK(max_error(dqkv, dqkv_ref) < tolerance<S>());
+    CHECK(max_error(std::vector<S>(grads.begin(), grads.end()), grads_ref) < tolerance<S>());
+    if constexpr (Hooks::has_bias_parameters) CHECK(max_error(grads_ref, grads_before) > 0.01);  // they were reached
+    // overwrite: garbage in dqkv is replaced by the gradient alone
+    std::vector<S> over(qkv.size(), S(1e30));
+    fast::attention_backward(over.data(), scratch.data(), dout.data(), qkv_fast.data(), out.data(), lse.data(),
+                             probabilities, B, T, C, H, hooks, causal, true);
+    CHECK(max_error(over, fresh) < tolerance<S>());
+  }
 }
 
 // check_fast_attention for every policy of the registry: their hooks bound to one store whose
@@ -406,9 +456,10 @@ void check_fast_attention_every_policy(std::size_t T, bool causal) {
 
 TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind of hook", "", float, double) {
   ThreadCounts restore;
-  // the longer T spans three query blocks, the last one partial; T = 5 is inside one block; FIRE's
+  // T = 5 is inside one tile; the next spans three query blocks and one key tile; the longest two
+  // key tiles, the last ones partial, so a query's running maximum moves between tiles. FIRE's
   // threshold (a quarter of T) puts queries on both of its sides.
-  for (std::size_t T : {std::size_t{5}, 2 * fast::attention_block + 6})
+  for (std::size_t T : {std::size_t{5}, 2 * fast::attention_block + 6, fast::attention_key_block + 70})
     for (bool causal : {true, false})
       for (int threads : {1, 3}) {
         set_num_threads(threads);
@@ -576,7 +627,7 @@ TEST_CASE("a batch processed in chunks gives the whole batch's loss and gradient
       Model chunked(ModelConfig{.vocab_size = V, .context = T, .chunk = chunk});
       chunked.zero_grad();
       CHECK(chunked.loss(x, y) == Approx(loss).epsilon(1e-13));
-      chunked.backward();  // recomputes every chunk but the last
+      chunked.backward();  // recomputes every chunk
       const auto& g = chunked.gradients();
       const auto& ref = whole.gradients();
       double err = 0, scale = 0;

@@ -1,4 +1,4 @@
-// fast::attention_forward/backward: causal attention in query blocks that skip masked keys, a (batch, head) per thread.
+// fast::attention_forward/backward: tiled attention, online softmax, memory linear in T, a (batch, head) a thread.
 #pragma once
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -18,22 +19,113 @@
 
 namespace posenc::fast {
 
-// Queries are taken attention_block at a time; block [i0, i0+rows) needs keys [0, i0+rows) only,
-// so at T = 128 the products cover 3/4 of the (T,T) square instead of all of it, at T = 512 9/16.
-// Smaller blocks skip more, but the products are small enough that a call's own cost decides:
-// forward + backward at B 32, H 4, head dim 48 took 10.6, 27.0 and 84.6 ms at T = 128, 256, 512
-// with blocks of 16, and 7.7, 19.9 and 59.2 ms with 64 (ALiBi-single; bench_attention, Zen 5).
+// Attention in tiles of attention_block queries × attention_key_block keys, FlashAttention-2's
+// scheme on the CPU: the forward runs over a query block's key tiles with a running maximum and
+// sum per query (the online softmax) and keeps each query's log-normaliser, from which the
+// backward recomputes each tile's probabilities. No (T, T) matrix exists: the memory beyond the
+// inputs and outputs is a few tiles per thread and, for policies that bias the scores, a query
+// block's biases (add_bias fills a query's row of keys at once). Under the causal mask a query
+// block visits only the key tiles at or before its last query.
+//
+// Recomputing costs a product and an exponential per score and the policy's biases again (for
+// FIRE, its MLP), about 1.2× the time of attention forward + backward for NoPE at T = 512 and 1.5×
+// for FIRE (bench_attention). So a training pass may keep the (B,H,T,T) probabilities instead,
+// where they fit (DecoderBlock keeps them up to attention_probability_budget): the query block's
+// keys then form one tile whose rows are the kept probabilities, and the backward reads them.
 inline constexpr std::size_t attention_block = 64;
+inline constexpr std::size_t attention_key_block = 256;
 
-// Scratch attention_backward needs, in scalars, when `threads` threads run it: per thread one
-// (attention_block, T) score gradient and two (T, hd) gradients of the rotated q and k; with
-// `bias_parameters` (the hooks' has_bias_parameters) also one (H, T, T) sum over the thread's
-// sequences of the score gradients, which is all a bias parameter's gradient needs (a bias
-// depends on head, query and key, never on the sequence); with `dropout`, one more
-// (attention_block, T) block of dropped probabilities.
-inline std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H, std::size_t threads,
-                                          bool bias_parameters, bool dropout = false) {
-  return threads * ((dropout ? 2 : 1) * attention_block * T + 2 * T * (C / H) + (bias_parameters ? H * T * T : 0));
+namespace detail {
+
+// One thread's share of attention's scratch: tiles of scores (then probabilities), of their
+// gradients and of the dropped probabilities (with dropout), attention_block rows `ld` apart; a
+// query block's biases when they are recomputed; two values per query of the block (running max
+// and sum; the backward's dy·y); and with rotations the (T, hd) gradients of the rotated q and k.
+template <class Hooks, std::floating_point S>
+struct AttentionTiles {
+  static std::size_t size(std::size_t T, std::size_t hd, std::size_t ld) {
+    return 3 * attention_block * ld + (Hooks::biases_scores ? attention_block * T : 0) + 2 * attention_block +
+           (Hooks::rotates_qk ? 2 * T * hd : 0);
+  }
+  AttentionTiles(S* base, std::size_t T, std::size_t hd, std::size_t ld)
+      : scores(base),
+        grads(scores + attention_block * ld),
+        dropped(grads + attention_block * ld),
+        bias(dropped + attention_block * ld),
+        row_a(bias + (Hooks::biases_scores ? attention_block * T : 0)),
+        row_b(row_a + attention_block),
+        gq(row_b + attention_block),
+        gk(gq + T * hd) {}
+  S *scores, *grads, *dropped, *bias, *row_a, *row_b, *gq, *gk;
+};
+
+// The keys a tile spans and the stride of its rows: with kept probabilities (B,H,T,T) a query
+// block's whole row of keys, in place; otherwise attention_key_block.
+inline std::size_t tile_stride(std::size_t T, bool probabilities_kept) {
+  return probabilities_kept ? T : std::min(T, attention_key_block);
+}
+
+// Keys [j0, j0 + cols) of a tile that query i may see: all under no mask, those up to i under it.
+inline std::size_t visible_keys(std::size_t i, std::size_t j0, std::size_t cols, bool causal) {
+  if (!causal) return cols;
+  return i < j0 ? 0 : std::min(cols, i - j0 + 1);
+}
+
+// Each query's row of biases over the keys it may see, for the query block [i0, i0 + rows) of head h.
+template <class Hooks, std::floating_point S>
+void fill_bias_block(S* bias, const Hooks& hooks, std::size_t h, std::size_t i0, std::size_t rows,
+                     std::size_t T, bool causal) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::size_t n = causal ? i0 + r + 1 : T;
+    std::fill(bias + r * T, bias + r * T + n, S(0));
+    hooks.add_bias(bias + r * T, h, i0 + r, n);
+  }
+}
+
+// A tile's scores s = scale·q·kᵀ (rows × cols, row stride ld) plus the hooks' biases over the keys
+// each query may see: from the query block's biases, or, when the tile holds whole rows (j0 = 0,
+// cols all the keys), added in place.
+template <class Hooks, std::floating_point S>
+void tile_scores(S* tile, std::size_t ld, const S* q, const S* k, std::size_t C3, std::size_t hd, S scale,
+                 const S* bias_block, const Hooks& hooks, std::size_t h, std::size_t i0, std::size_t rows,
+                 std::size_t j0, std::size_t cols, std::size_t T, bool causal, bool whole_rows) {
+  gemm<S>(false, true, rows, cols, hd, scale, q + i0 * C3, C3, k + j0 * C3, C3, S(0), tile, ld);
+  if constexpr (Hooks::biases_scores)
+    for (std::size_t r = 0; r < rows; ++r) {
+      S* row = tile + r * ld;
+      const std::size_t n = visible_keys(i0 + r, j0, cols, causal);
+      if (whole_rows) {
+        hooks.add_bias(row, h, i0 + r, n);
+      } else {
+        const S* bias = bias_block + r * T + j0;
+        for (std::size_t j = 0; j < n; ++j) row[j] += bias[j];
+      }
+    }
+}
+
+}  // namespace detail
+
+// Per layer, the kept probabilities' bytes up to which a training pass keeps them (DecoderBlock):
+// at the study's shape (8 sequences a pass, 4 heads, float) up to T = 724; past it the backward
+// recomputes them.
+inline constexpr std::size_t attention_probability_budget = std::size_t{64} << 20;
+
+// Whether a training pass of B sequences of T keeps attention's (B,H,T,T) probabilities.
+template <std::floating_point S>
+constexpr bool keeps_attention_probabilities(std::size_t B, std::size_t H, std::size_t T) {
+  return B * H * T * T * sizeof(S) <= attention_probability_budget;
+}
+
+// Scratch attention_backward needs, in scalars, when `threads` threads run it with these hooks,
+// with or without kept probabilities: per thread an AttentionTiles share; with bias parameters
+// also one (H, T, T) sum over the thread's sequences of the score gradients, which is all a bias
+// parameter's gradient needs (a bias depends on head, query and key, never on the sequence) — the
+// only part that grows with T², and only for training a policy with bias parameters.
+template <class Hooks, std::floating_point S = float>
+std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H, std::size_t threads,
+                                   bool probabilities_kept) {
+  return threads * (detail::AttentionTiles<Hooks, S>::size(T, C / H, detail::tile_stride(T, probabilities_kept)) +
+                    (Hooks::has_bias_parameters ? H * T * T : 0));
 }
 
 // Dropout of the attention probabilities (nanoGPT's attn_dropout): the probability of key j for
@@ -42,78 +134,121 @@ struct AttentionDropout {
   DropoutMask mask;
   std::uint64_t first_sequence = 0;
 
-  // to[r, j] = from[r, j]·m/(1 − p) for the rows × keys entries of the block of queries i0… (row
-  // stride T) of head h of sequence b: the dropped probabilities from a, or in place the gradient
+  // to[r, c] = from[r, c]·m/(1 − p) for the rows × cols entries of the tile of queries i0… and
+  // keys j0… (row stride ld) of head h of sequence b: the dropped probabilities, or in place the
+  // gradient
   template <std::floating_point S>
-  void apply(S* to, const S* from, std::size_t b, std::size_t h, std::size_t i0, std::size_t rows,
-             std::size_t keys, std::size_t T, std::size_t H) const {
+  void apply(S* to, const S* from, std::size_t ld, std::size_t b, std::size_t h, std::size_t i0, std::size_t rows,
+             std::size_t j0, std::size_t cols, std::size_t T, std::size_t H) const {
     for (std::size_t r = 0; r < rows; ++r)
-      mask.apply(to + r * T, from + r * T, keys, (((first_sequence + b) * H + h) * T + i0 + r) * T);
+      mask.apply(to + r * ld, from + r * ld, cols, (((first_sequence + b) * H + h) * T + i0 + r) * T + j0);
   }
 };
 
-// As posenc::attention_forward: out (B,T,C), att (B,H,T,T), qkv (B,T,3C) with q and k rotated in
-// place when the hooks rotate. Differences: att holds the softmax only at and below the diagonal
-// (row i's entries past key i, rounded up to the query block, are zero; the rest of the row is
-// not written); float rows use simd::exp. Bias hooks must be safe to call from several threads
-// (they are const reads in every policy posenc ships).
+// As posenc::attention_forward: out (B,T,C), qkv (B,T,3C) with q and k rotated in place when the
+// hooks rotate. For a backward it keeps lse (B,H,T), each query's log-normaliser
+// log Σ_j exp(s_ij), and, if att is given, the (B,H,T,T) probabilities (each row's entries past
+// its last key, rounded up to the query block, zero; the rest not written). Without a backward
+// both are null and nothing is kept. Float rows use simd::exp. Bias hooks must be safe to call
+// from several threads (they are const reads in every policy posenc ships).
 template <std::floating_point S, class Hooks>
-void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std::size_t C,
-                       std::size_t H, const Hooks& hooks, bool causal = true, const AttentionDropout& dropout = {}) {
+void attention_forward(S* out, S* lse, S* att, S* qkv, std::size_t B, std::size_t T, std::size_t C, std::size_t H,
+                       const Hooks& hooks, bool causal = true, const AttentionDropout& dropout = {}) {
+  using Tiles = detail::AttentionTiles<Hooks, S>;
+  const bool keep = att != nullptr;
+  const std::size_t ld = detail::tile_stride(T, keep);
+  // one tile a query block (kept probabilities, or T within a key tile): each row's softmax at once
+  // and biases added in place, as without tiles
+  const bool whole_rows = ld >= T;
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
-  // each thread's (attention_block, T) block of dropped probabilities; att keeps the softmax, which
-  // the backward needs whole
-  std::vector<S> dropped(dropout.mask.active() ? max_parallel_threads() * attention_block * T : 0);
+  const std::size_t per_thread = Tiles::size(T, hd, ld);
+  std::vector<S> scratch(max_parallel_threads() * per_thread);
   parallel_for_each(B * H, [&](std::size_t bh) {
-    [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's 2·⌈T/16⌉ products
+    [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's products
     const std::size_t b = bh / H, h = bh % H;
+    Tiles tiles(scratch.data() + parallel_thread_index() * per_thread, T, hd, ld);
     S* q = qkv + b * T * C3 + h * hd;
     S* k = q + C;
     const S* v = q + 2 * C;
     if constexpr (Hooks::rotates_qk) rotate_head(hooks, q, k, C3, T);
-    S* a = att + bh * T * T;
+    S* running_max = tiles.row_a;
+    S* running_sum = tiles.row_b;
     for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
       const std::size_t rows = std::min(attention_block, T - i0);
       const std::size_t keys = causal ? i0 + rows : T;
-      S* ablock = a + i0 * T;
-      // s = scale·q·kᵀ over the block's unmasked keys
-      gemm<S>(false, true, rows, keys, hd, scale, q + i0 * C3, C3, k, C3, S(0), ablock, T);
+      S* y = out + (b * T + i0) * C + h * hd;  // (rows, hd), row stride C: the running Σ p·v
+      S* tile = keep ? att + (bh * T + i0) * T : tiles.scores;
+      if constexpr (Hooks::biases_scores)
+        if (!whole_rows) detail::fill_bias_block(tiles.bias, hooks, h, i0, rows, T, causal);
+      std::fill(running_max, running_max + rows, -std::numeric_limits<S>::infinity());
+      std::fill(running_sum, running_sum + rows, S(0));
+      for (std::size_t j0 = 0; j0 < keys; j0 += ld) {
+        const std::size_t cols = std::min(ld, keys - j0);
+        detail::tile_scores(tile, ld, q, k, C3, hd, scale, tiles.bias, hooks, h, i0, rows, j0, cols, T, causal,
+                            whole_rows);
+        for (std::size_t r = 0; r < rows; ++r) {
+          S* row = tile + r * ld;
+          const std::size_t n = detail::visible_keys(i0 + r, j0, cols, causal);
+          if (whole_rows) {  // the row's one tile: its softmax, normalised at once
+            running_max[r] = softmax_row(row, n);
+            running_sum[r] = S(1);
+          } else if (n > 0) {
+            // p = exp(s − m) under the new running maximum m; what was summed under the old one
+            // is scaled down to it
+            const S m = std::max(running_max[r], row_max(row, n));
+            const S sum = exp_shifted_row(row, n, m);
+            if (j0 > 0 && m != running_max[r]) {
+              const S shrink = std::exp(running_max[r] - m);
+              running_sum[r] *= shrink;
+              for (std::size_t d = 0; d < hd; ++d) y[r * C + d] *= shrink;
+            }
+            running_max[r] = m;
+            running_sum[r] += sum;
+          }
+          std::fill(row + n, row + cols, S(0));  // masked keys get no weight
+        }
+        // y += p·v, with p dropped when training with dropout
+        const S* probs = tile;
+        if (dropout.mask.active()) {
+          dropout.apply(tiles.dropped, tile, ld, b, h, i0, rows, j0, cols, T, H);
+          probs = tiles.dropped;
+        }
+        gemm<S>(false, false, rows, hd, cols, S(1), probs, ld, v + j0 * C3, C3, j0 == 0 ? S(0) : S(1), y, C);
+      }
       for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t i = i0 + r;
-        S* row = ablock + r * T;
-        const std::size_t n = causal ? i + 1 : T;
-        if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, n);
-        softmax_row(row, n);
-        std::fill(row + n, row + keys, S(0));  // masked keys inside the block get no weight
+        if (!whole_rows) {
+          const S inverse = S(1) / running_sum[r];
+          for (std::size_t d = 0; d < hd; ++d) y[r * C + d] *= inverse;
+        }
+        if (lse != nullptr) lse[bh * T + i0 + r] = running_max[r] + std::log(running_sum[r]);
       }
-      // y = a·v, with a dropped when training with dropout
-      const S* probs = ablock;
-      if (dropout.mask.active()) {
-        S* block = dropped.data() + parallel_thread_index() * attention_block * T;
-        dropout.apply(block, ablock, b, h, i0, rows, keys, T, H);
-        probs = block;
-      }
-      gemm<S>(false, false, rows, hd, keys, S(1), probs, T, v, C3, S(0), out + (b * T + i0) * C + h * hd, C);
     }
   });
 }
 
 // As posenc::attention_backward: dqkv (B,T,3C) is added into (or, with overwrite, written: each
-// thread zeroes its own head's columns first); dout (B,T,C); qkv and att as fast::attention_forward
-// left them; scratch of fast::attention_scratch_size(T, C, H, max_parallel_threads(),
-// Hooks::has_bias_parameters) scalars. Hooks with bias parameters get bias_backward once per
-// (head, query) row, with the row's gradient summed over the batch, after the parallel part.
+// thread zeroes its own head's columns first); dout (B,T,C); qkv, out, lse and att as
+// fast::attention_forward left them (att null when it kept no probabilities; then each tile's
+// probabilities are recomputed from lse); scratch of fast::attention_scratch_size<Hooks, S>(T, C,
+// H, max_parallel_threads(), att != nullptr) scalars. The softmax's backward takes Σ_j p_ij·dp_ij
+// as dy_i·y_i (FlashAttention's D, which holds with dropout too). Hooks with bias parameters get
+// bias_backward once per (head, query) row, with the row's gradient summed over the batch, after
+// the parallel part.
 template <std::floating_point S, class Hooks>
-void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* att,
+void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* out, const S* lse, const S* att,
                         std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
                         bool causal = true, bool overwrite = false, const AttentionDropout& dropout = {}) {
+  using Tiles = detail::AttentionTiles<Hooks, S>;
+  const bool kept = att != nullptr;
+  const std::size_t ld = detail::tile_stride(T, kept);
+  const bool whole_rows = ld >= T;  // one tile a query block: biases added in place
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
   const std::size_t threads = max_parallel_threads();
-  const std::size_t per_thread = (dropout.mask.active() ? 2 : 1) * attention_block * T + 2 * T * hd;
+  const std::size_t per_thread = Tiles::size(T, hd, ld);
   // (threads, H, T, T): each thread's sum of ds over its sequences, for the bias parameters
   S* const dbias_all = scratch + threads * per_thread;
   if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
@@ -121,58 +256,73 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's products
     const std::size_t b = bh / H, h = bh % H;
     const std::size_t thread = parallel_thread_index();
-    S* dscores = scratch + thread * per_thread;     // (attention_block, T)
-    S* dq_rotated = dscores + attention_block * T;  // (T, hd)
-    S* dk_rotated = dq_rotated + T * hd;            // (T, hd)
-    S* dropped = dk_rotated + T * hd;               // (attention_block, T), with dropout
+    Tiles tiles(scratch + thread * per_thread, T, hd, ld);
     const S* q = qkv + b * T * C3 + h * hd;
     const S* k = q + C;
     const S* v = q + 2 * C;
     S* dq = dqkv + b * T * C3 + h * hd;
     S* dk = dq + C;
     S* dv = dq + 2 * C;
-    const S* a = att + bh * T * T;
+    const S* y = out + b * T * C + h * hd;
     const S* dy = dout + b * T * C + h * hd;
+    S* dy_dot_y = tiles.row_a;
     // q and k were rotated in place: their gradients gather in scratch and are rotated back
     // at the end; otherwise they go straight into dqkv
-    S* gq = Hooks::rotates_qk ? dq_rotated : dq;
-    S* gk = Hooks::rotates_qk ? dk_rotated : dk;
+    S* gq = Hooks::rotates_qk ? tiles.gq : dq;
+    S* gk = Hooks::rotates_qk ? tiles.gk : dk;
     const std::size_t ldg = Hooks::rotates_qk ? hd : C3;
-    if constexpr (Hooks::rotates_qk) std::fill(dq_rotated, dq_rotated + 2 * T * hd, S(0));
+    if constexpr (Hooks::rotates_qk) std::fill(tiles.gq, tiles.gq + 2 * T * hd, S(0));
     if (overwrite)
       for (std::size_t t = 0; t < T; ++t)
         for (S* g : {dq + t * C3, dk + t * C3, dv + t * C3}) std::fill(g, g + hd, S(0));
     for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
       const std::size_t rows = std::min(attention_block, T - i0);
       const std::size_t keys = causal ? i0 + rows : T;
-      const S* ablock = a + i0 * T;
-      // y = a·v  →  da = dy·vᵀ,  dv += aᵀ·dy; with dropout y = (a ⊙ m)·v, so dv takes the dropped
-      // a and da the mask: da = (dy·vᵀ) ⊙ m
-      gemm<S>(false, true, rows, keys, hd, S(1), dy + i0 * C, C, v, C3, S(0), dscores, T);
-      const S* probs = ablock;
-      if (dropout.mask.active()) {
-        dropout.apply(dropped, ablock, b, h, i0, rows, keys, T, H);
-        dropout.apply(dscores, dscores, b, h, i0, rows, keys, T, H);
-        probs = dropped;
-      }
-      gemm<S>(true, false, keys, hd, rows, S(1), probs, T, dy + i0 * C, C, S(1), dv, C3);
-      // a = softmax(s) row by row  →  ds = a ⊙ (da − Σ a·da), zero past the mask
-      for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t n = causal ? i0 + r + 1 : T;
-        S* drow = dscores + r * T;
-        softmax_row_backward(drow, ablock + r * T, n);
-        std::fill(drow + n, drow + keys, S(0));
-        // s += bias(h,i,j)  →  the bias parameters receive Σ over sequences of ds (after the loop)
-        if constexpr (Hooks::has_bias_parameters) {
-          S* sum = dbias_all + ((thread * H + h) * T + i0 + r) * T;
-          for (std::size_t j = 0; j < n; ++j) sum[j] += drow[j];
+      for (std::size_t r = 0; r < rows; ++r) dy_dot_y[r] = dot(dy + (i0 + r) * C, y + (i0 + r) * C, hd);
+      if constexpr (Hooks::biases_scores)
+        if (!kept && !whole_rows) detail::fill_bias_block(tiles.bias, hooks, h, i0, rows, T, causal);
+      for (std::size_t j0 = 0; j0 < keys; j0 += ld) {
+        const std::size_t cols = std::min(ld, keys - j0);
+        // p as the forward had it: kept, or exp(scale·q·kᵀ + bias − lse)
+        const S* probs = kept ? att + (bh * T + i0) * T : tiles.scores;
+        if (!kept) {
+          detail::tile_scores(tiles.scores, ld, q, k, C3, hd, scale, tiles.bias, hooks, h, i0, rows, j0, cols, T,
+                              causal, whole_rows);
+          for (std::size_t r = 0; r < rows; ++r) {
+            S* row = tiles.scores + r * ld;
+            const std::size_t n = detail::visible_keys(i0 + r, j0, cols, causal);
+            exp_shifted_row(row, n, lse[bh * T + i0 + r]);
+            std::fill(row + n, row + cols, S(0));
+          }
         }
+        // y = p·v  →  dp = dy·vᵀ,  dv += pᵀ·dy; with dropout y = (p ⊙ m)·v, so dv takes the
+        // dropped p and dp the mask: dp = (dy·vᵀ) ⊙ m
+        gemm<S>(false, true, rows, cols, hd, S(1), dy + i0 * C, C, v + j0 * C3, C3, S(0), tiles.grads, ld);
+        const S* used = probs;
+        if (dropout.mask.active()) {
+          dropout.apply(tiles.dropped, probs, ld, b, h, i0, rows, j0, cols, T, H);
+          dropout.apply(tiles.grads, tiles.grads, ld, b, h, i0, rows, j0, cols, T, H);
+          used = tiles.dropped;
+        }
+        gemm<S>(true, false, cols, hd, rows, S(1), used, ld, dy + i0 * C, C, S(1), dv + j0 * C3, C3);
+        // p = softmax(s) row by row  →  ds = p ⊙ (dp − dy·y), zero past the mask
+        for (std::size_t r = 0; r < rows; ++r) {
+          const std::size_t n = detail::visible_keys(i0 + r, j0, cols, causal);
+          S* drow = tiles.grads + r * ld;
+          softmax_row_backward_given(drow, probs + r * ld, n, dy_dot_y[r]);
+          std::fill(drow + n, drow + cols, S(0));
+          // s += bias(h,i,j)  →  the bias parameters receive Σ over sequences of ds (after the loop)
+          if constexpr (Hooks::has_bias_parameters) {
+            S* sum = dbias_all + ((thread * H + h) * T + i0 + r) * T + j0;
+            for (std::size_t j = 0; j < n; ++j) sum[j] += drow[j];
+          }
+        }
+        // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
+        gemm<S>(false, false, rows, hd, cols, scale, tiles.grads, ld, k + j0 * C3, C3, S(1), gq + i0 * ldg, ldg);
+        gemm<S>(true, false, cols, hd, rows, scale, tiles.grads, ld, q + i0 * C3, C3, S(1), gk + j0 * ldg, ldg);
       }
-      // s = scale·q·kᵀ  →  dq += scale·ds·k,  dk += scale·dsᵀ·q
-      gemm<S>(false, false, rows, hd, keys, scale, dscores, T, k, C3, S(1), gq + i0 * ldg, ldg);
-      gemm<S>(true, false, keys, hd, rows, scale, dscores, T, q + i0 * C3, C3, S(1), gk, ldg);
     }
-    if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, dq_rotated, dk_rotated, T, hd);
+    if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, tiles.gq, tiles.gk, T, hd);
   };
   // A thread's bias sums must cover the same items on every run (a fixed partition), or the sums
   // round differently from run to run; without bias parameters items are handed out as threads free up.

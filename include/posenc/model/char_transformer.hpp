@@ -120,15 +120,17 @@ class CharTransformer {
     warn_once_about_slow_gemm();
   }
 
-  // logits (B,T,V) for inputs (B,T); the view stays valid until the next forward
+  // logits (B,T,V) for inputs (B,T); the view stays valid until the next forward. Keeps nothing
+  // for a backward: one layer's activations at a time, and attention's tiles.
   TensorView<const S> forward(const Tokens& inputs) {
-    begin_batch(inputs);
-    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) chunk_forward(b0);
+    begin_batch(inputs, nullptr, nullptr, false);
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) chunk_forward(b0, false);
     return view_of<const S>(ws_.logits.data(), {ws_.B, ws_.T, vocab_size()});
   }
 
-  // The mean cross-entropy of predicting targets (B,T) from inputs (B,T); backward() then gives
-  // its gradient (recomputing the activations of every chunk but the last, which it keeps).
+  // The mean cross-entropy of predicting targets (B,T) from inputs (B,T), keeping nothing for a
+  // backward (as forward(); an evaluation's memory is one layer's activations of one chunk).
+  // backward() then gives its gradient, recomputing the activations: loss_and_backward() does not.
   S loss(const Tokens& inputs, const Tokens& targets) { return scored_loss(inputs, targets, nullptr); }
   // ... over the targets `mask` (B,T) scores only, as PyTorch's ignore_index leaves the others out
   // (a task's prompt and padding); a mask that scores none is an error.
@@ -139,11 +141,9 @@ class CharTransformer {
   // Adds d(loss)/d(parameter) into the gradients, for the batch of the last loss().
   void backward() {
     if (!ws_.has_loss) fail("CharTransformer::backward: call loss(inputs, targets) first");
-    // the chunk whose activations are still saved first, then the others recomputed
-    const std::size_t chunks = (ws_.B + ws_.chunk - 1) / ws_.chunk;
-    for (std::size_t c = chunks; c-- > 0;) {
-      const std::size_t b0 = c * ws_.chunk;
-      if (ws_.saved_chunk != b0) chunk_forward(b0);
+    size_workspace(true);
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
+      chunk_forward(b0, true);
       chunk_loss(b0);
       chunk_backward(b0);
     }
@@ -286,7 +286,6 @@ class CharTransformer {
     std::size_t B = 0, T = 0;                      // the batch
     std::size_t chunk = 0;                         // sequences per pass (≤ B)
     std::size_t rows = 0;                          // chunk·T: the positions of one full chunk
-    std::size_t saved_chunk = npos;                // first sequence of the chunk whose activations are saved
     bool has_loss = false;
     std::vector<TokenId> inputs, targets;          // (B,T)
     std::vector<std::size_t> positions;            // (T) every sequence's positions; empty: 0…T−1
@@ -296,21 +295,21 @@ class CharTransformer {
     S gradient_scale = S(1);                       // of the loss whose gradient backward adds
     std::vector<S> logits;                         // (B,T,V)
     // one chunk (n ≤ chunk sequences, N = n·T positions):
-    std::vector<S> residual;                       // (Layers+1, N,D): x[0] embeddings, x[l+1] block l
-    std::vector<BlockActivations<S>> blocks;       // one per layer
+    // for a backward x[0] the embeddings, x[l+1] block l's output; without one x[l % 2] the same
+    std::vector<S> residual;                       // (Layers+1, N,D), without a backward (2, N,D)
+    std::vector<BlockActivations<S>> blocks;       // one per layer, without a backward one for all
     std::vector<S> lnf, lnf_mean, lnf_rstd;        // (N,D), (N), (N)
     std::vector<S> probs, dlogits;                 // (N,V)
     std::vector<S> dlnf, dx, dx_next;              // (N,D) backward
     std::vector<S> step_ln, step_logits;           // forward_step: (D), (V)
     BlockScratch<S> scratch;
   };
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
   S scored_loss(const Tokens& inputs, const Tokens& targets, const TargetMask* mask) {
-    begin_batch(inputs, &targets, mask);
+    begin_batch(inputs, &targets, mask, false);
     double total = 0;  // summed over the scored targets
     for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
-      chunk_forward(b0);
+      chunk_forward(b0, false);
       total += chunk_loss(b0);
     }
     ws_.has_loss = true;
@@ -319,11 +318,11 @@ class CharTransformer {
 
   S scored_loss_and_backward(const Tokens& inputs, const Tokens& targets, const TargetMask* mask,
                              S gradient_scale = S(1)) {
-    begin_batch(inputs, &targets, mask);
+    begin_batch(inputs, &targets, mask, true);
     ws_.gradient_scale = gradient_scale;
     double total = 0;
     for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk) {
-      chunk_forward(b0);
+      chunk_forward(b0, true);
       total += chunk_loss(b0);
       chunk_backward(b0);
     }
@@ -392,8 +391,9 @@ class CharTransformer {
   S* residual(std::size_t l) { return ws_.residual.data() + l * ws_.rows * Dim; }
   std::size_t chunk_size(std::size_t b0) const { return std::min(ws_.chunk, ws_.B - b0); }
 
-  // Checks and keeps a batch, and sizes the workspace for its chunks (growing only).
-  void begin_batch(const Tokens& inputs, const Tokens* targets = nullptr, const TargetMask* mask = nullptr) {
+  // Checks and keeps a batch, and sizes the workspace for its chunks, with or without what a
+  // backward needs.
+  void begin_batch(const Tokens& inputs, const Tokens* targets, const TargetMask* mask, bool for_backward) {
     check_tokens(inputs, "inputs");
     adapt_num_threads();  // an adaptive count changes between this model's passes, not inside one
     if (targets != nullptr) {
@@ -419,25 +419,33 @@ class CharTransformer {
     ws_.T = T;
     ws_.chunk = config_.chunk == 0 ? B : std::min(config_.chunk, B);
     ws_.rows = ws_.chunk * T;
-    ws_.saved_chunk = npos;
     ws_.has_loss = false;
     ws_.inputs.assign(inputs.begin(), inputs.end());
     if (targets != nullptr) ws_.targets.assign(targets->begin(), targets->end());
     choose_positions(T);
     ws_.logits.resize(B * T * V);
-    const std::size_t N = ws_.rows;
-    ws_.residual.resize((Layers + 1) * N * Dim);
-    ws_.blocks.resize(Layers);
-    for (auto& act : ws_.blocks) act.resize(ws_.chunk, T, Dim, Heads);
+    size_workspace(for_backward);
+  }
+
+  // Sizes the buffers of one chunk: with a backward to follow each layer's activations and the
+  // gradients' buffers, without one a single layer's (growing only: a vector keeps its memory).
+  void size_workspace(bool for_backward) {
+    const std::size_t N = ws_.rows, V = vocab_size();
+    ws_.residual.resize((for_backward ? Layers + 1 : 2) * N * Dim);
+    if (ws_.blocks.size() < (for_backward ? Layers : 1)) ws_.blocks.resize(for_backward ? Layers : 1);
+    for (std::size_t l = 0; l < (for_backward ? Layers : 1); ++l)
+      ws_.blocks[l].resize(ws_.chunk, ws_.T, Dim, Heads, for_backward);
     ws_.lnf.resize(N * Dim);
     ws_.lnf_mean.resize(N);
     ws_.lnf_rstd.resize(N);
     ws_.probs.resize(N * V);
-    ws_.dlogits.resize(N * V);
-    ws_.dlnf.resize(N * Dim);
-    ws_.dx.resize(N * Dim);
-    ws_.dx_next.resize(N * Dim);
-    ws_.scratch.resize(ws_.chunk, T, Dim);
+    if (for_backward) {
+      ws_.dlogits.resize(N * V);
+      ws_.dlnf.resize(N * Dim);
+      ws_.dx.resize(N * Dim);
+      ws_.dx_next.resize(N * Dim);
+      ws_.scratch.resize(ws_.chunk, ws_.T, Dim);
+    }
   }
 
   // Positions past which set_positions and a position_range may not reach: the range, else a
@@ -461,8 +469,9 @@ class CharTransformer {
   PositionMap batch_positions() const { return {ws_.positions}; }
   const std::size_t* embedding_rows() const { return ws_.positions.empty() ? nullptr : ws_.positions.data(); }
 
-  // Forward for sequences [b0, b0+n) of the batch: saves their activations, writes their logits.
-  void chunk_forward(std::size_t b0) {
+  // Forward for sequences [b0, b0+n) of the batch: writes their logits, and with for_backward
+  // saves their activations (residual(l), ws_.blocks[l]) for chunk_backward.
+  void chunk_forward(std::size_t b0, bool for_backward) {
     const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
     const auto& p = store_.values;
     S* logits = ws_.logits.data() + b0 * T * V;
@@ -472,15 +481,15 @@ class CharTransformer {
                         position_.positions(store_, batch_positions().extent(T)), n, T, Dim, V, embedding_rows());
       dropout(residual(0), n * T * Dim, dropout_.at(embedding_site), first_sequence * T * Dim);
     });
+    const auto x = [&](std::size_t l) { return residual(for_backward ? l : l % 2); };
     for (std::size_t l = 0; l < Layers; ++l)
-      blocks_[l].forward(residual(l + 1), residual(l), ws_.blocks[l], store_, n, T, dropout_.at(1 + l), first_sequence,
-                         batch_positions());
+      blocks_[l].forward(x(l + 1), x(l), ws_.blocks[for_backward ? l : 0], store_, n, T, dropout_.at(1 + l),
+                         first_sequence, batch_positions(), for_backward);
     profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
-                                         ws_.lnf_rstd.data(), residual(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
+                                         ws_.lnf_rstd.data(), x(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
     profiled("forward: linear lm_head", [&] {
       fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
     });
-    ws_.saved_chunk = b0;
   }
 
   // The chunk's summed cross-entropy over its scored targets (double); leaves its softmax in

@@ -28,25 +28,30 @@
 
 namespace posenc {
 
-// What a block's forward saves for its backward, for N = B·T positions.
+// What a block's forward saves for its backward, for N = B·T positions; a forward with no
+// backward to follow works in the same buffers but needs neither lse, att nor fch_gelu.
 template <std::floating_point S>
 struct BlockActivations {
   std::vector<S> ln1, ln1_mean, ln1_rstd;  // (N,D), (N), (N)
   std::vector<S> qkv;                      // (N,3D), q and k as the policy rotated them
-  std::vector<S> att;                      // (B,H,T,T) softmax
+  std::vector<S> lse;                      // (B,H,T) each query's softmax log-normaliser
+  std::vector<S> att;                      // (B,H,T,T) the softmax, where kept (fast_attention.hpp)
   std::vector<S> atty;                     // (N,D) attention output before c_proj
   std::vector<S> res1;                     // (N,D) input + attention branch
   std::vector<S> ln2, ln2_mean, ln2_rstd;  // (N,D), (N), (N)
   std::vector<S> fch, fch_gelu;            // (N,4D) before and after GELU
 
-  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H) {
+  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool for_backward = true) {
     const std::size_t N = B * T;
     for (auto* v : {&ln1, &atty, &res1, &ln2}) v->resize(N * D);
     for (auto* v : {&ln1_mean, &ln1_rstd, &ln2_mean, &ln2_rstd}) v->resize(N);
     qkv.resize(N * 3 * D);
-    att.resize(B * H * T * T);
     fch.resize(N * 4 * D);
-    fch_gelu.resize(N * 4 * D);
+    if (for_backward) {
+      lse.resize(B * H * T);
+      if (fast::keeps_attention_probabilities<S>(B, H, T)) att.resize(B * H * T * T);
+      fch_gelu.resize(N * 4 * D);
+    }
   }
 };
 
@@ -58,8 +63,8 @@ struct BlockScratch {
   std::vector<S> dres1;      // (N,D)
   std::vector<S> small;      // (N,D); first the dropped gradient of the MLP's output, with dropout
   std::vector<S> big;        // (N,4D)
-  // fast::attention_scratch_size(T, D, H, threads, the hooks' has_bias_parameters): sized by
-  // DecoderBlock::backward, which knows the hooks and the thread count at the moment it runs
+  // fast::attention_scratch_size<Hooks>(T, D, H, threads, kept): sized by DecoderBlock::backward,
+  // which knows the hooks and the thread count at the moment it runs
   std::vector<S> attention;
 
   void resize(std::size_t B, std::size_t T, std::size_t D) {
@@ -137,10 +142,12 @@ class DecoderBlock {
   // test_fast_kernels.cpp checks against the reference kernels. With an active `dropout` (this
   // layer's mask of a training pass; the batch's sequences are first_sequence…), nanoGPT's three
   // dropouts: the attention probabilities, and each branch's output before its residual add.
-  // Every sequence's index t sits at position positions.at(t).
+  // Every sequence's index t sits at position positions.at(t). Without `for_backward` nothing is
+  // kept for a backward (act sized with for_backward false): attention keeps neither
+  // log-normalisers nor probabilities, and the GELU runs in place.
   void forward(S* out, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
                std::size_t T, const DropoutMask& dropout = {}, std::uint64_t first_sequence = 0,
-               PositionMap positions = {}) {
+               PositionMap positions = {}, bool for_backward = true) {
     const std::size_t N = B * T;
     const auto& p = store.values;
     const std::uint64_t first = first_sequence * T * Dim;  // the batch's first element in the residual masks
@@ -148,8 +155,10 @@ class DecoderBlock {
                                          act.ln1_rstd.data(), inp, p[w_.ln_1_w], p[w_.ln_1_b], N, Dim); });
     profiled("forward: linear qkv", [&] { fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w],
                                           p[w_.c_attn_b], N, Dim, 3 * Dim, precision_); });
-    profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), act.att.data(), act.qkv.data(), B, T,
-                                         Dim, Heads, bind_at(store, T, positions), causal_,
+    S* lse = for_backward ? act.lse.data() : nullptr;
+    S* att = for_backward && fast::keeps_attention_probabilities<S>(B, Heads, T) ? act.att.data() : nullptr;
+    profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), lse, att, act.qkv.data(), B, T, Dim,
+                                         Heads, bind_at(store, T, positions), causal_,
                                          fast::AttentionDropout{dropout.at(attention_site), first_sequence}); });
     profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
                                                 p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_); });
@@ -160,8 +169,9 @@ class DecoderBlock {
                                          act.ln2_rstd.data(), act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim); });
     profiled("forward: linear mlp fc", [&] { fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w],
                                              p[w_.c_fc_b], N, Dim, 4 * Dim, precision_); });
-    profiled("forward: gelu", [&] { fast::gelu_forward(act.fch_gelu.data(), act.fch.data(), N * 4 * Dim); });
-    profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, act.fch_gelu.data(), p[w_.mlp_proj_w],
+    S* gelu = for_backward ? act.fch_gelu.data() : act.fch.data();
+    profiled("forward: gelu", [&] { fast::gelu_forward(gelu, act.fch.data(), N * 4 * Dim); });
+    profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, gelu, p[w_.mlp_proj_w],
                                                p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
     profiled("forward: dropout", [&] { posenc::dropout(out, N * Dim, dropout.at(mlp_output_site), first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
@@ -212,12 +222,14 @@ class DecoderBlock {
     // forward); it grows on the first step only, unless the thread count or T grows
     profiled("backward: attention", [&] {
       auto hooks = bind_at(store, T, positions);
-      const std::size_t needed = fast::attention_scratch_size(T, Dim, Heads, max_parallel_threads(),
-                                                              decltype(hooks)::has_bias_parameters, dropout.active());
+      const bool kept = fast::keeps_attention_probabilities<S>(B, Heads, T);
+      const std::size_t needed =
+          fast::attention_scratch_size<decltype(hooks), S>(T, Dim, Heads, max_parallel_threads(), kept);
       if (sc.attention.size() < needed) sc.attention.resize(needed);
       const fast::AttentionDropout attention_dropout{dropout.at(attention_site), first_sequence};
-      fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.att.data(), B, T, Dim, Heads,
-                               hooks, causal_, true, attention_dropout);
+      fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.atty.data(), act.lse.data(),
+                               kept ? act.att.data() : nullptr, B, T, Dim, Heads, hooks, causal_, true,
+                               attention_dropout);
     });
     profiled("backward: linear qkv", [&] { fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv,
                                            act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_); });
