@@ -80,8 +80,8 @@ def main():
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
         key = (policy, int(T))
         seconds[key] = min(seconds.get(key, float("inf")), b["real_time"] * scale)
-        if "max_bytes_used" in b:
-            peak[key] = max(peak.get(key, 0), b["max_bytes_used"])
+        if "heap_peak_bytes" in b:
+            peak[key] = max(peak.get(key, 0), b["heap_peak_bytes"])
     context = report["context"]
     threads = context.get("posenc_threads", os.environ.get("POSENC_NUM_THREADS", "every core"))
     what = "forward alone" if args.eval else "forward + backward"

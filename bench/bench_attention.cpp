@@ -55,22 +55,19 @@ using namespace posenc;
 constexpr std::size_t B = 32, H = 4, hd = 48, C = H * hd;
 constexpr std::size_t eval_batch = 1;
 
-// Reports the heap's peak above where it stood at Start (Google Benchmark runs the benchmark once
-// more between Start and Stop): "max_bytes_used" in the JSON.
-class HeapPeak : public benchmark::MemoryManager {
+// The heap's peak while a benchmark runs, above where it stood when the benchmark began (so its
+// inputs and outputs count, and whatever the kernel allocates): the counter heap_peak_bytes.
+// (Google Benchmark 1.7's MemoryManager reports its result on one repetition and garbage on the
+// others.)
+class HeapPeak {
  public:
-  void Start() override {
-    base_ = heap_in_use.load();
-    heap_peak = base_;
+  HeapPeak() : base_(heap_in_use.load()) { heap_peak = base_; }
+  void report(benchmark::State& state) const {
+    state.counters["heap_peak_bytes"] = static_cast<double>(heap_peak.load() - base_);
   }
-  void Stop(Result& result) override {
-    result.max_bytes_used = heap_peak.load() - base_;
-    result.num_allocs = 0;
-  }
-  void Stop(Result* result) override { Stop(*result); }
 
  private:
-  std::int64_t base_ = 0;
+  std::int64_t base_;
 };
 
 // FLOPs of causal attention per (batch, head), over the T(T+1)/2 unmasked (query, key) pairs:
@@ -87,6 +84,7 @@ enum class Kernel { kept, tiled, reference };
 
 template <class Policy, Kernel kernel>
 void attention_fwd_bwd(benchmark::State& state) {
+  const HeapPeak heap;
   posenc_bench::setup_threads();
   const auto T = static_cast<std::size_t>(state.range(0));
   auto table = std::make_shared<ParameterTable>();
@@ -120,12 +118,14 @@ void attention_fwd_bwd(benchmark::State& state) {
   }
   state.counters["FLOP/s"] =
       benchmark::Counter(causal_flops(T, B, 6), benchmark::Counter::kIsIterationInvariantRate);
+  heap.report(state);
 }
 
 // The forward alone with no backward to follow, as an evaluation runs it: the fast kernel keeps
 // nothing beyond its tiles, the reference its (B,H,T,T) probabilities.
 template <class Policy, bool Fast>
 void attention_eval(benchmark::State& state) {
+  const HeapPeak heap;
   posenc_bench::setup_threads();
   const auto T = static_cast<std::size_t>(state.range(0));
   auto table = std::make_shared<ParameterTable>();
@@ -145,6 +145,7 @@ void attention_eval(benchmark::State& state) {
   }
   state.counters["FLOP/s"] =
       benchmark::Counter(causal_flops(T, eval_batch, 2), benchmark::Counter::kIsIterationInvariantRate);
+  heap.report(state);
 }
 
 // A user's mask written as a bias: keys farther than `window` get −Penalty, the way many write a
@@ -210,8 +211,6 @@ int main(int argc, char** argv) {
                                        "the sequence length T");
   posenc_bench::add_compute_context();
   register_every_policy();
-  HeapPeak heap_peak_meter;
-  benchmark::RegisterMemoryManager(&heap_peak_meter);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
