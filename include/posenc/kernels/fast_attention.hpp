@@ -32,6 +32,8 @@ namespace posenc::fast {
 // for FIRE (bench_attention). So a training pass may keep the (B,H,T,T) probabilities instead,
 // where they fit (DecoderBlock keeps them up to attention_probability_budget): the query block's
 // keys then form one tile whose rows are the kept probabilities, and the backward reads them.
+// Tiles of 256 keys: with 64 or 128 the recomputing forward + backward at T = 512 took 1.2–1.3×
+// as long for NoPE (more, smaller products), with 512 no less (bench_attention, Zen 5).
 inline constexpr std::size_t attention_block = 64;
 inline constexpr std::size_t attention_key_block = 256;
 
