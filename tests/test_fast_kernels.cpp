@@ -454,6 +454,42 @@ void check_fast_attention_every_policy(std::size_t T, bool causal) {
 
 }  // namespace
 
+TEST_CASE("with attention dropout, the tiles and the kept probabilities drop the same entries") {
+  // T spans two key tiles, so the tiles' masks start at key 256; ALiBi biases the scores and RoPE
+  // turns q and k, the two ways a policy enters attention
+  const std::size_t B = 2, H = 2, C = 8, T = fast::attention_key_block + 70;
+  const auto qkv = random_as<double>(B * T * 3 * C, 40);
+  const auto dout = random_as<double>(B * T * C, 41);
+  const fast::AttentionDropout dropout{DropoutMask{.key = 9, .p = 0.3}, 5};
+  auto table = std::make_shared<ParameterTable>();
+  ALiBi::Attention<double, H, C / H> alibi(*table, "", T);
+  RoPE::Attention<double, H, C / H> rope(*table, "", T);
+  ParameterStore<double> store(table);
+  const auto check = [&](auto hooks) {
+    std::vector<double> out_kept(B * T * C), out_tiled(B * T * C), lse(B * H * T), att(B * H * T * T);
+    std::vector<double> qkv_kept = qkv, qkv_tiled = qkv;
+    fast::attention_forward(out_kept.data(), lse.data(), att.data(), qkv_kept.data(), B, T, C, H, hooks, true,
+                            dropout);
+    fast::attention_forward(out_tiled.data(), lse.data(), static_cast<double*>(nullptr), qkv_tiled.data(), B, T, C,
+                            H, hooks, true, dropout);
+    CHECK(max_error(out_tiled, out_kept) < 1e-12);
+    std::vector<double> none(B * T * C), qkv_none = qkv;  // and the mask drops something
+    fast::attention_forward(none.data(), static_cast<double*>(nullptr), static_cast<double*>(nullptr),
+                            qkv_none.data(), B, T, C, H, hooks, true);
+    CHECK(max_error(none, out_kept) > 0.01);
+    std::vector<double> d_kept(qkv.size()), d_tiled(qkv.size());
+    using Hooks = decltype(hooks);
+    std::vector<double> scratch(fast::attention_scratch_size<Hooks, double>(T, C, H, max_parallel_threads(), true));
+    fast::attention_backward(d_kept.data(), scratch.data(), dout.data(), qkv_kept.data(), out_kept.data(), lse.data(),
+                             att.data(), B, T, C, H, hooks, true, true, dropout);
+    fast::attention_backward(d_tiled.data(), scratch.data(), dout.data(), qkv_tiled.data(), out_tiled.data(),
+                             lse.data(), static_cast<const double*>(nullptr), B, T, C, H, hooks, true, true, dropout);
+    CHECK(max_error(d_tiled, d_kept) < 1e-12);
+  };
+  check(alibi.bind(store, T));
+  check(rope.bind(store, T));
+}
+
 TEMPLATE_TEST_CASE("fast attention matches the reference kernel for every kind of hook", "", float, double) {
   ThreadCounts restore;
   // T = 5 is inside one tile; the next spans three query blocks and one key tile; the longest two
