@@ -77,6 +77,21 @@ double causal_flops(std::size_t T, std::size_t batch, int products) {
          static_cast<double>(batch * H);
 }
 
+// A policy's attention at T positions with its parameters (T5, Kerple and FIRE register trainable
+// ones), initialised as a model's are.
+template <class Policy>
+class PolicyAttention {
+ public:
+  explicit PolicyAttention(std::size_t T) : T_(T), attention_(*table_, "", T), store_(table_) { store_.initialize(1); }
+  auto bind() { return attention_.bind(store_, T_); }
+
+ private:
+  std::size_t T_;
+  std::shared_ptr<ParameterTable> table_ = std::make_shared<ParameterTable>();
+  typename Policy::template Attention<float, H, hd> attention_;
+  ParameterStore<float> store_;
+};
+
 // How a benchmark runs attention: posenc's kernels keeping the (B,H,T,T) probabilities for the
 // backward (as a training pass does within fast::attention_probability_budget), posenc's kernels
 // recomputing them in tiles (memory linear in T), or the reference kernels.
@@ -87,11 +102,8 @@ void attention_fwd_bwd(benchmark::State& state) {
   const HeapPeak heap;
   posenc_bench::setup_threads();
   const auto T = static_cast<std::size_t>(state.range(0));
-  auto table = std::make_shared<ParameterTable>();
-  typename Policy::template Attention<float, H, hd> position(*table, "", T);
-  ParameterStore<float> store(table);  // T5, Kerple and FIRE register trainable parameters
-  store.initialize(1);
-  auto hooks = position.bind(store, T);
+  PolicyAttention<Policy> position(T);
+  auto hooks = position.bind();
   const std::vector<float> qkv0 = posenc_bench::random_floats(B * T * 3 * C, 1);
   const std::vector<float> dout = posenc_bench::random_floats(B * T * C, 2);
   std::vector<float> qkv = qkv0, out(B * T * C), dqkv(qkv.size());
@@ -128,11 +140,8 @@ void attention_eval(benchmark::State& state) {
   const HeapPeak heap;
   posenc_bench::setup_threads();
   const auto T = static_cast<std::size_t>(state.range(0));
-  auto table = std::make_shared<ParameterTable>();
-  typename Policy::template Attention<float, H, hd> position(*table, "", T);
-  ParameterStore<float> store(table);
-  store.initialize(1);
-  auto hooks = position.bind(store, T);
+  PolicyAttention<Policy> position(T);
+  auto hooks = position.bind();
   const std::vector<float> qkv0 = posenc_bench::random_floats(eval_batch * T * 3 * C, 1);
   std::vector<float> qkv = qkv0, out(eval_batch * T * C), att(Fast ? 0 : eval_batch * H * T * T);
   for (auto _ : state) {
