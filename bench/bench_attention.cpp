@@ -171,9 +171,9 @@ struct LocalWindowMask {
   struct Attention {
     Attention(ParameterTable&, std::string_view, std::size_t) {}
     struct Hooks : FixedBiasHooks {
-      void add_bias(S* row, std::size_t, std::size_t query, std::size_t keys) const {
+      void add_bias(S* row, std::size_t, std::size_t query, std::size_t first_key, std::size_t keys) const {
         for (std::size_t j = 0; j < keys; ++j)
-          if (relative_distance(query, j) > window) row[j] -= static_cast<S>(Penalty);
+          if (relative_distance(query, first_key + j) > window) row[j] -= static_cast<S>(Penalty);
       }
     };
     Hooks bind(ParameterStore<S>&, std::size_t) const { return {}; }

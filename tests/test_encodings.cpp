@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <posenc/transformer.hpp>
@@ -31,8 +32,8 @@ struct EightWideBias {
     static_assert(HeadDim % 8 == 0, "EightWideBias needs a head dimension divisible by 8");
     Attention(ParameterTable&, std::string_view, std::size_t) {}
     struct Hooks : FixedBiasHooks {
-      void add_bias(S* row, std::size_t, std::size_t query, std::size_t keys) const {
-        for (std::size_t j = 0; j < keys; ++j) row[j] -= static_cast<S>(relative_distance(query, j));
+      void add_bias(S* row, std::size_t, std::size_t query, std::size_t first_key, std::size_t keys) const {
+        for (std::size_t j = 0; j < keys; ++j) row[j] -= static_cast<S>(relative_distance(query, first_key + j));
       }
     };
     Hooks bind(ParameterStore<S>&, std::size_t) { return {}; }
@@ -78,8 +79,8 @@ TEST_CASE("ALiBi adds −m_h·(i − j) to the scores of query i and key j ≤ i
   const auto single_hooks = single.bind(store, 8);
   for (std::size_t h = 0; h < 4; ++h) {
     std::vector<double> row(6, 1.0), single_row(6, 1.0);
-    hooks.add_bias(row.data(), h, 5, 6);
-    single_hooks.add_bias(single_row.data(), h, 5, 6);
+    hooks.add_bias(row.data(), h, 5, 0, 6);
+    single_hooks.add_bias(single_row.data(), h, 5, 0, 6);
     for (std::size_t j = 0; j < 6; ++j) {
       CHECK(row[j] == 1.0 - std::pow(2.0, -8.0 * (h + 1) / 4) * (5.0 - j));
       CHECK(single_row[j] == 1.0 - 0.25 * (5.0 - j));
@@ -235,7 +236,7 @@ TEST_CASE("T5 buckets: exact below 16, log-spaced up to 128, the last bucket bey
   ParameterStore<double> store(shared);
   for (std::size_t i = 0; i < store.values.size(); ++i) store.values.data()[i] = 0.01 * static_cast<double>(i);
   std::vector<double> row(40, 0.0);
-  t5.bind(store, 40).add_bias(row.data(), 1, 39, 40);
+  t5.bind(store, 40).add_bias(row.data(), 1, 39, 0, 40);
   for (std::size_t j = 0; j < 40; ++j) CHECK(row[j] == 0.01 * static_cast<double>(t5_bucket(39 - j) * 2 + 1));
 }
 
@@ -247,7 +248,7 @@ TEST_CASE("Kerple adds −r1·log(1 + r2·(i − j)) with r = softplus(parameter
   std::copy(raw.begin(), raw.end(), store.values.data());
   auto softplus = [](double x) { return std::log(1 + std::exp(x)); };
   std::vector<double> row(6, 0.0);
-  kerple.bind(store, 6).add_bias(row.data(), 1, 5, 6);
+  kerple.bind(store, 6).add_bias(row.data(), 1, 5, 0, 6);
   for (std::size_t j = 0; j < 6; ++j)
     CHECK(row[j] == Approx(-softplus(-1.2) * std::log(1 + softplus(-4.0) * (5.0 - j))).epsilon(1e-14));
   CHECK(row[5] == 0.0);  // no penalty at distance 0
@@ -283,7 +284,7 @@ TEST_CASE("FIRE: the bias is the MLP of ψ(i − j)/ψ(max(i, L)), ψ(x) = log(c
     for (std::size_t query = 0; query < 8; ++query) {
       for (std::size_t head = 0; head < 2; ++head) {
         std::vector<double> row(query + 1, 0.0);
-        hooks.add_bias(row.data(), head, query, query + 1);
+        hooks.add_bias(row.data(), head, query, 0, query + 1);
         for (std::size_t j = 0; j <= query; ++j) {
           const double i = static_cast<double>(query);
           const double x = std::log1p(c * (i - j)) / std::log1p(c * std::max(i, L));
@@ -387,7 +388,7 @@ double formula_score(const std::vector<double>& qh, const std::vector<double>& k
       return content - r1 * std::log(1 + r2 * distance);
     } else if constexpr (std::is_same_v<P, FIRE>) {
       std::vector<double> row(i + 1, 0.0);
-      attention.bind(store, T).add_bias(row.data(), h, i, i + 1);
+      attention.bind(store, T).add_bias(row.data(), h, i, 0, i + 1);
       return content + row[j];
     } else {
       static_assert(std::is_same_v<P, NoPE> || std::is_same_v<P, Learned> || std::is_same_v<P, Sinusoidal>,
@@ -500,6 +501,37 @@ TEST_CASE("RoPE scaling: each method's angles are its reference code's") {
         {0, 1.0}, {20, 0.05623413251903491}, {21, 0.0470579194992012}, {33, 0.0048710493189003685},
         {46, 0.0001666901790204155}, {63, 1.4434774808618228e-05}};
     for (const auto& [pair, value] : pinned) CHECK(yarn.per_position[pair] == Approx(value).epsilon(1e-13));
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("a bias over a range of keys is that part of the bias over all of them, with positions "
+                        "mapped or not", "", AllPolicies) {
+  constexpr std::size_t H = 2, hd = 8, T = 300, context = 16;
+  auto table = std::make_shared<ParameterTable>();
+  typename TestType::template Attention<double, H, hd> attention(*table, "", context);
+  using Hooks = decltype(attention.bind(std::declval<ParameterStore<double>&>(), T));
+  if constexpr (Hooks::biases_scores) {
+    ParameterStore<double> store(table);
+    store.initialize(44, 1.0, InitScheme::pytorch);
+    const std::vector<std::size_t> positions = draw_positions(45, T, 4 * T);
+    const auto check = [&](const auto& hooks, const char* what) {
+      for (const std::size_t query : {std::size_t{0}, std::size_t{37}, std::size_t{255}, T - 1})
+        for (std::size_t h = 0; h < H; ++h) {
+          std::vector<double> whole(T, 0.0);
+          hooks.add_bias(whole.data(), h, query, 0, T);  // no causal mask: keys past the query too
+          for (const auto& [first, keys] : {std::pair<std::size_t, std::size_t>{0, 1}, {1, 36}, {37, 1}, {256, 44},
+                                             {T - 1, 1}, {100, 0}}) {
+            std::vector<double> part(keys + 1, 0.0);
+            part[keys] = 7.0;
+            hooks.add_bias(part.data(), h, query, first, keys);
+            INFO(what << ": query " << query << ", head " << h << ", keys " << first << " +" << keys);
+            for (std::size_t j = 0; j < keys; ++j) CHECK(part[j] == whole[first + j]);
+            CHECK(part[keys] == 7.0);  // nothing past the range
+          }
+        }
+    };
+    check(attention.bind(store, T), "positions 0…T−1");
+    check(PositionedHooks<Hooks, double>(attention.bind(store, 4 * T), PositionMap{positions}), "mapped positions");
   }
 }
 

@@ -337,7 +337,7 @@ std::vector<double> direct_log_normalisers(const std::vector<S>& qkv, const Hook
           for (std::size_t d = 0; d < hd; ++d) dot += q[d] * k[d];
           row[j] = dot / std::sqrt(static_cast<S>(hd));
         }
-        if constexpr (Hooks::biases_scores) hooks.add_bias(row.data(), h, i, n);
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row.data(), h, i, 0, n);
         const double m = static_cast<double>(*std::max_element(row.data(), row.data() + n));
         double sum = 0;
         for (std::size_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(row[j]) - m);

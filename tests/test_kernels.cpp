@@ -202,7 +202,7 @@ Vec naive_attention(Vec qkv, std::size_t B, std::size_t T, std::size_t C, std::s
           if constexpr (Hooks::rotates_qk) rotate_key(hooks, k.data(), j);
           s[j] = dot(q, k) / std::sqrt(static_cast<double>(hd));
         }
-        if constexpr (Hooks::biases_scores) hooks.add_bias(s.data(), h, i, keys);
+        if constexpr (Hooks::biases_scores) hooks.add_bias(s.data(), h, i, 0, keys);
         double z = 0;
         for (double v : s) z += std::exp(v);
         for (std::size_t j = 0; j < keys; ++j)

@@ -851,10 +851,10 @@ struct SlidingWindowOf {
     Attention(ParameterTable& table, std::string_view prefix, std::size_t context) : base_(table, prefix, context) {}
     struct Hooks : BaseHooks {
       static constexpr bool biases_scores = true;
-      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
-        if constexpr (BaseHooks::biases_scores) BaseHooks::add_bias(row, head, query, keys);
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const {
+        if constexpr (BaseHooks::biases_scores) BaseHooks::add_bias(row, head, query, first_key, keys);
         for (std::size_t k = 0; k < keys; ++k)
-          if (relative_distance(query, k) >= W) row[k] = S(-1e30);
+          if (relative_distance(query, first_key + k) >= W) row[k] = S(-1e30);
       }
     };
     Hooks bind(ParameterStore<S>& store, std::size_t T) { return Hooks{base_.bind(store, T)}; }

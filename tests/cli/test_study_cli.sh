@@ -25,7 +25,10 @@ else
 fi
 
 # Interrupted part-way by SIGKILL, then run again: it resumes and must reach the same numbers.
-(timeout -s KILL 1 "$bin" "${design[@]}" --out resumed --jobs 2 > /dev/null 2>&1) 2> /dev/null
+# --foreground: timeout waits for the killed study (its lock released) before the resume; without
+# it timeout kills its own process group, itself too, and a loaded machine may run the resume
+# while the study is still exiting, its directory still locked.
+(timeout --foreground -s KILL 1 "$bin" "${design[@]}" --out resumed --jobs 2 > /dev/null 2>&1) 2> /dev/null
 finished_before=$(ls resumed/records 2> /dev/null | wc -l)
 echo "# the interruption left $finished_before of 6 runs finished"
 if "$bin" "${design[@]}" --out resumed --jobs 2 > resumed.log 2>&1; then

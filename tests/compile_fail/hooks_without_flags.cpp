@@ -13,7 +13,7 @@ struct FlaglessBias {
     struct Hooks {
       static constexpr bool rotates_qk = false;
       static constexpr bool biases_scores = true;
-      void add_bias(S*, std::size_t, std::size_t, std::size_t) const {}
+      void add_bias(S*, std::size_t, std::size_t, std::size_t, std::size_t) const {}
     };
     Hooks bind(posenc::ParameterStore<S>&, std::size_t) { return {}; }
   };

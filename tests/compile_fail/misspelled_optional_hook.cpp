@@ -12,7 +12,7 @@ struct GatheringBias {
     Attention(posenc::ParameterTable&, std::string_view, std::size_t) {}
     struct Hooks : posenc::TrainableBiasHooks {
       static constexpr bool finishes_backward = true;
-      void add_bias(S*, std::size_t, std::size_t, std::size_t) const {}
+      void add_bias(S*, std::size_t, std::size_t, std::size_t, std::size_t) const {}
       void bias_backward(const S*, std::size_t, std::size_t, std::size_t) {}
       void finish_backwards() {}
     };

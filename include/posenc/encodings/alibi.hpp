@@ -47,11 +47,12 @@ class LinearDistanceBias {
   struct Hooks : FixedBiasHooks {
     const std::array<S, Heads>* slopes;
 
-    // row[j] += −m_h·|i − j| for query i: −m_h·(i − j) under the causal mask, where j ≤ i
-    void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+    // row[j] += −m_h·|i − key| for query i and key = first_key + j: −m_h·(i − key) under the causal
+    // mask, where key ≤ i
+    void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const {
       const S m = (*slopes)[head];
       for (std::size_t j = 0; j < keys; ++j)
-        row[j] -= m * static_cast<S>(relative_distance(query, j));
+        row[j] -= m * static_cast<S>(relative_distance(query, first_key + j));
     }
   };
 

@@ -38,10 +38,10 @@ namespace posenc {
 //                            void unrotate(S* grad, std::size_t position) const  the transpose of rotate
 //   rotates_keys_separately  (with rotates_qk) rotate_key / unrotate_key, the same signatures, for
 //                            keys transformed differently from queries (xPos)
-//   biases_scores            void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const
-//                            adds bias(head, query, key) to row[key] for key = 0..keys−1
-//                            (keys = query + 1 under the causal mask, T without it); safe to call
-//                            from several threads at once
+//   biases_scores            void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key,
+//                            std::size_t keys) const: adds bias(head, query, first_key + j) to row[j]
+//                            for j = 0..keys−1 (a tile's keys; first_key + keys ≤ query + 1 under
+//                            the causal mask, ≤ T without it); safe to call from several threads at once
 //   has_bias_parameters      (with biases_scores) void bias_backward(const S* drow, std::size_t head,
 //                            std::size_t query, std::size_t keys): adds the row's gradient into the
 //                            bias parameters' gradients; rows arrive one at a time, in a fixed order
@@ -97,7 +97,7 @@ consteval bool attention_hooks_contract() {
     constexpr bool has_unrotate = requires(const H h, S* v, std::size_t p) { h.unrotate(v, p); };
     constexpr bool has_rotate_key = requires(const H h, S* v, std::size_t p) { h.rotate_key(v, p); };
     constexpr bool has_unrotate_key = requires(const H h, S* v, std::size_t p) { h.unrotate_key(v, p); };
-    constexpr bool has_add_bias = requires(const H h, S* row, std::size_t n) { h.add_bias(row, n, n, n); };
+    constexpr bool has_add_bias = requires(const H h, S* row, std::size_t n) { h.add_bias(row, n, n, n, n); };
     constexpr bool has_bias_backward = requires(H h, const S* row, std::size_t n) { h.bias_backward(row, n, n, n); };
     constexpr bool has_finish_backward = requires(H h) { h.finish_backward(); };
     bool ok = true;
@@ -123,7 +123,8 @@ consteval bool attention_hooks_contract() {
     }
     if constexpr (H::biases_scores && !has_add_bias) {
       static_assert(!Report, "posenc hooks: biases_scores is on, so the hooks need "
-                             "`void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const`");
+                             "`void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, "
+                             "std::size_t keys) const`");
       ok = false;
     }
     if constexpr (!H::biases_scores && has_add_bias) {

@@ -77,14 +77,15 @@ struct FIRE {
       S psi(S x) const { return std::log1p(c * x); }
       bool below_threshold(std::size_t query) const { return static_cast<S>(query) < threshold; }
 
-      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const {
         if (below_threshold(query)) {
-          for (std::size_t j = 0; j < keys; ++j) row[j] += by_distance[relative_distance(query, j) * Heads + head];
+          for (std::size_t j = 0; j < keys; ++j)
+            row[j] += by_distance[relative_distance(query, first_key + j) * Heads + head];
           return;
         }
         const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
         for (std::size_t j = 0; j < keys; ++j)
-          row[j] += mlp(psi(static_cast<S>(relative_distance(query, j))) / norm, head);
+          row[j] += mlp(psi(static_cast<S>(relative_distance(query, first_key + j))) / norm, head);
       }
 
       // f_θ(x)_head, from its linear pieces

@@ -44,10 +44,10 @@ struct Kerple {
       S* grad_r1;
       S* grad_r2;
 
-      // row[j] += −r1·log(1 + r2·|i − j|)
-      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+      // row[j] += −r1·log(1 + r2·|i − key|), key = first_key + j
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const {
         const S* term = log_term + head * positions;
-        for (std::size_t j = 0; j < keys; ++j) row[j] -= r1[head] * term[relative_distance(query, j)];
+        for (std::size_t j = 0; j < keys; ++j) row[j] -= r1[head] * term[relative_distance(query, first_key + j)];
       }
       // b = −r1·log(1 + r2·d)  →  db/dr1 = −log(1 + r2·d),  db/dr2 = −r1·d / (1 + r2·d),
       // each times sigmoid(parameter) through the softplus

@@ -70,8 +70,8 @@ inline std::vector<std::size_t> draw_positions_for(std::span<const TokenId> toke
 // A policy's bound hooks, read through a PositionMap: attention passes sequence indices, the hooks
 // see positions. Rotations turn index t by position map.at(t)'s angle; a bias row of query index i
 // over key indices j gets bias(map.at(i), map.at(j)), which the policy's own add_bias computes over
-// the row of all positions up to the query's (so any policy's bias, learned or fixed, works
-// unchanged); its gradient goes back the same way. The inner hooks must be bound for
+// every position the row's keys span (so any policy's bias, learned or fixed, works unchanged); its
+// gradient goes back the same way. The inner hooks must be bound for
 // map.extent(T) positions. With the identity map every call goes straight through: the same
 // numbers, bit for bit, as the inner hooks alone.
 template <class Inner, class S>
@@ -107,15 +107,16 @@ class PositionedHooks {
   }
 
   // Called from several threads at once: the spread row is each thread's own.
-  void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const
+  void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const
     requires Inner::biases_scores
   {
-    if (map_.identity()) return inner_.add_bias(row, head, query, keys);
-    thread_local std::vector<S> spread;  // the bias at every position up to the last key's
-    const std::size_t span = map_.extent(keys);
-    spread.assign(span, S(0));
-    inner_.add_bias(spread.data(), head, map_.at(query), span);
-    for (std::size_t j = 0; j < keys; ++j) row[j] += spread[map_.at(j)];
+    if (map_.identity()) return inner_.add_bias(row, head, query, first_key, keys);
+    if (keys == 0) return;
+    thread_local std::vector<S> spread;  // the bias at every position from the first key's to the last's
+    const std::size_t first = map_.at(first_key);
+    spread.assign(map_.extent(first_key + keys) - first, S(0));
+    inner_.add_bias(spread.data(), head, map_.at(query), first, spread.size());
+    for (std::size_t j = 0; j < keys; ++j) row[j] += spread[map_.at(first_key + j) - first];
   }
   // Rows arrive one at a time (the contract), so one spread row serves them all.
   void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys)

@@ -50,10 +50,10 @@ struct BasicT5Bias {
       S* grad;                         // (Buckets, Heads)
       const std::uint16_t* bucket_of;  // distance → bucket
 
-      // row[j] += bias[bucket(|i − j|), h]
-      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t keys) const {
+      // row[j] += bias[bucket(|i − key|), h], key = first_key + j
+      void add_bias(S* row, std::size_t head, std::size_t query, std::size_t first_key, std::size_t keys) const {
         for (std::size_t j = 0; j < keys; ++j)
-          row[j] += bias[bucket_of[relative_distance(query, j)] * Heads + head];
+          row[j] += bias[bucket_of[relative_distance(query, first_key + j)] * Heads + head];
       }
       // s_ij += bias[bucket, h]  →  grad[bucket, h] += ds_ij
       void bias_backward(const S* drow, std::size_t head, std::size_t query, std::size_t keys) {

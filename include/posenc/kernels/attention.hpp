@@ -82,7 +82,7 @@ void attention_forward(S* out, S* att, S* qkv, std::size_t B, std::size_t T, std
       for (std::size_t i = 0; i < T; ++i) {
         S* row = a + i * T;
         const std::size_t keys = causal ? i + 1 : T;
-        if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, keys);
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row, h, i, 0, keys);
         softmax_row(row, keys);
         std::fill(row + keys, row + T, S(0));  // masked keys get no weight
       }
@@ -173,7 +173,7 @@ void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const 
       for (std::size_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
       scores[j] = dot * scale;
     }
-    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, P);
+    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, 0, P);
     const S smax = *std::max_element(scores, scores + P);
     S sum = 0;
     for (std::size_t j = 0; j < P; ++j) {

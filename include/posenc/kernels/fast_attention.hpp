@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -23,9 +24,9 @@ namespace posenc::fast {
 // scheme on the CPU: the forward runs over a query block's key tiles with a running maximum and
 // sum per query (the online softmax) and keeps each query's log-normaliser, from which the
 // backward recomputes each tile's probabilities. No (T, T) matrix exists: the memory beyond the
-// inputs and outputs is a few tiles per thread and, for policies that bias the scores, a query
-// block's biases (add_bias fills a query's row of keys at once). Under the causal mask a query
-// block visits only the key tiles at or before its last query.
+// inputs and outputs is a few tiles per thread (a policy's biases are added to a tile's scores
+// where they are made, add_bias taking the tile's keys). Under the causal mask a query block
+// visits only the key tiles at or before its last query.
 //
 // Recomputing costs a product and an exponential per score and the policy's biases again (for
 // FIRE, its MLP), about 1.2× the time of attention forward + backward for NoPE at T = 512 and 1.5×
@@ -39,26 +40,25 @@ inline constexpr std::size_t attention_key_block = 256;
 
 namespace detail {
 
-// One thread's share of attention's scratch: tiles of scores (then probabilities), of their
-// gradients and of the dropped probabilities (with dropout), attention_block rows `ld` apart; a
-// query block's biases when they are recomputed; two values per query of the block (running max
-// and sum; the backward's dy·y); and with rotations the (T, hd) gradients of the rotated q and k.
+// One thread's share of attention's scratch: tiles of scores (then probabilities) and of the
+// dropped probabilities (with dropout), attention_block rows `ld` apart, and two values per query
+// of the block (running max and sum; the backward's dy·y); for the backward also a tile of the
+// scores' gradients and, with rotations, the (T, hd) gradients of the rotated q and k.
 template <class Hooks, std::floating_point S>
 struct AttentionTiles {
-  static std::size_t size(std::size_t T, std::size_t hd, std::size_t ld) {
-    return 3 * attention_block * ld + (Hooks::biases_scores ? attention_block * T : 0) + 2 * attention_block +
-           (Hooks::rotates_qk ? 2 * T * hd : 0);
+  static std::size_t size(std::size_t T, std::size_t hd, std::size_t ld, bool backward) {
+    return (backward ? 3 : 2) * attention_block * ld + 2 * attention_block +
+           (backward && Hooks::rotates_qk ? 2 * T * hd : 0);
   }
-  AttentionTiles(S* base, std::size_t T, std::size_t hd, std::size_t ld)
+  AttentionTiles(S* base, std::size_t T, std::size_t hd, std::size_t ld, bool backward)
       : scores(base),
-        grads(scores + attention_block * ld),
-        dropped(grads + attention_block * ld),
-        bias(dropped + attention_block * ld),
-        row_a(bias + (Hooks::biases_scores ? attention_block * T : 0)),
+        dropped(scores + attention_block * ld),
+        row_a(dropped + attention_block * ld),
         row_b(row_a + attention_block),
-        gq(row_b + attention_block),
-        gk(gq + T * hd) {}
-  S *scores, *grads, *dropped, *bias, *row_a, *row_b, *gq, *gk;
+        grads(backward ? row_b + attention_block : nullptr),
+        gq(backward && Hooks::rotates_qk ? grads + attention_block * ld : nullptr),
+        gk(gq != nullptr ? gq + T * hd : nullptr) {}
+  S *scores, *dropped, *row_a, *row_b, *grads, *gq, *gk;
 };
 
 // The keys a tile spans and the stride of its rows: with kept probabilities (B,H,T,T) a query
@@ -73,36 +73,16 @@ inline std::size_t visible_keys(std::size_t i, std::size_t j0, std::size_t cols,
   return i < j0 ? 0 : std::min(cols, i - j0 + 1);
 }
 
-// Each query's row of biases over the keys it may see, for the query block [i0, i0 + rows) of head h.
-template <class Hooks, std::floating_point S>
-void fill_bias_block(S* bias, const Hooks& hooks, std::size_t h, std::size_t i0, std::size_t rows,
-                     std::size_t T, bool causal) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t n = causal ? i0 + r + 1 : T;
-    std::fill(bias + r * T, bias + r * T + n, S(0));
-    hooks.add_bias(bias + r * T, h, i0 + r, n);
-  }
-}
-
 // A tile's scores s = scale·q·kᵀ (rows × cols, row stride ld) plus the hooks' biases over the keys
-// each query may see: from the query block's biases, or, when the tile holds whole rows (j0 = 0,
-// cols all the keys), added in place.
+// each query may see.
 template <class Hooks, std::floating_point S>
 void tile_scores(S* tile, std::size_t ld, const S* q, const S* k, std::size_t C3, std::size_t hd, S scale,
-                 const S* bias_block, const Hooks& hooks, std::size_t h, std::size_t i0, std::size_t rows,
-                 std::size_t j0, std::size_t cols, std::size_t T, bool causal, bool whole_rows) {
+                 const Hooks& hooks, std::size_t h, std::size_t i0, std::size_t rows, std::size_t j0,
+                 std::size_t cols, bool causal) {
   gemm<S>(false, true, rows, cols, hd, scale, q + i0 * C3, C3, k + j0 * C3, C3, S(0), tile, ld);
   if constexpr (Hooks::biases_scores)
-    for (std::size_t r = 0; r < rows; ++r) {
-      S* row = tile + r * ld;
-      const std::size_t n = visible_keys(i0 + r, j0, cols, causal);
-      if (whole_rows) {
-        hooks.add_bias(row, h, i0 + r, n);
-      } else {
-        const S* bias = bias_block + r * T + j0;
-        for (std::size_t j = 0; j < n; ++j) row[j] += bias[j];
-      }
-    }
+    for (std::size_t r = 0; r < rows; ++r)
+      hooks.add_bias(tile + r * ld, h, i0 + r, j0, visible_keys(i0 + r, j0, cols, causal));
 }
 
 }  // namespace detail
@@ -126,7 +106,7 @@ constexpr bool keeps_attention_probabilities(std::size_t B, std::size_t H, std::
 template <class Hooks, std::floating_point S = float>
 std::size_t attention_scratch_size(std::size_t T, std::size_t C, std::size_t H, std::size_t threads,
                                    bool probabilities_kept) {
-  return threads * (detail::AttentionTiles<Hooks, S>::size(T, C / H, detail::tile_stride(T, probabilities_kept)) +
+  return threads * (detail::AttentionTiles<Hooks, S>::size(T, C / H, detail::tile_stride(T, probabilities_kept), true) +
                     (Hooks::has_bias_parameters ? H * T * T : 0));
 }
 
@@ -160,17 +140,16 @@ void attention_forward(S* out, S* lse, S* att, S* qkv, std::size_t B, std::size_
   const bool keep = att != nullptr;
   const std::size_t ld = detail::tile_stride(T, keep);
   // one tile a query block (kept probabilities, or T within a key tile): each row's softmax at once
-  // and biases added in place, as without tiles
   const bool whole_rows = ld >= T;
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
-  const std::size_t per_thread = Tiles::size(T, hd, ld);
-  std::vector<S> scratch(max_parallel_threads() * per_thread);
+  const std::size_t per_thread = Tiles::size(T, hd, ld, false);
+  const auto scratch = std::make_unique_for_overwrite<S[]>(max_parallel_threads() * per_thread);
   parallel_for_each(B * H, [&](std::size_t bh) {
     [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's products
     const std::size_t b = bh / H, h = bh % H;
-    Tiles tiles(scratch.data() + parallel_thread_index() * per_thread, T, hd, ld);
+    Tiles tiles(scratch.get() + parallel_thread_index() * per_thread, T, hd, ld, false);
     S* q = qkv + b * T * C3 + h * hd;
     S* k = q + C;
     const S* v = q + 2 * C;
@@ -182,14 +161,11 @@ void attention_forward(S* out, S* lse, S* att, S* qkv, std::size_t B, std::size_
       const std::size_t keys = causal ? i0 + rows : T;
       S* y = out + (b * T + i0) * C + h * hd;  // (rows, hd), row stride C: the running Σ p·v
       S* tile = keep ? att + (bh * T + i0) * T : tiles.scores;
-      if constexpr (Hooks::biases_scores)
-        if (!whole_rows) detail::fill_bias_block(tiles.bias, hooks, h, i0, rows, T, causal);
       std::fill(running_max, running_max + rows, -std::numeric_limits<S>::infinity());
       std::fill(running_sum, running_sum + rows, S(0));
       for (std::size_t j0 = 0; j0 < keys; j0 += ld) {
         const std::size_t cols = std::min(ld, keys - j0);
-        detail::tile_scores(tile, ld, q, k, C3, hd, scale, tiles.bias, hooks, h, i0, rows, j0, cols, T, causal,
-                            whole_rows);
+        detail::tile_scores(tile, ld, q, k, C3, hd, scale, hooks, h, i0, rows, j0, cols, causal);
         for (std::size_t r = 0; r < rows; ++r) {
           S* row = tile + r * ld;
           const std::size_t n = detail::visible_keys(i0 + r, j0, cols, causal);
@@ -245,12 +221,11 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
   using Tiles = detail::AttentionTiles<Hooks, S>;
   const bool kept = att != nullptr;
   const std::size_t ld = detail::tile_stride(T, kept);
-  const bool whole_rows = ld >= T;  // one tile a query block: biases added in place
   const std::size_t hd = C / H;
   const std::size_t C3 = 3 * C;
   const S scale = S(1) / std::sqrt(static_cast<S>(hd));
   const std::size_t threads = max_parallel_threads();
-  const std::size_t per_thread = Tiles::size(T, hd, ld);
+  const std::size_t per_thread = Tiles::size(T, hd, ld, true);
   // (threads, H, T, T): each thread's sum of ds over its sequences, for the bias parameters
   S* const dbias_all = scratch + threads * per_thread;
   if constexpr (Hooks::has_bias_parameters) std::fill(dbias_all, dbias_all + threads * H * T * T, S(0));
@@ -258,7 +233,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     [[maybe_unused]] const GemmSignalHold signals_held{};  // once for the head's products
     const std::size_t b = bh / H, h = bh % H;
     const std::size_t thread = parallel_thread_index();
-    Tiles tiles(scratch + thread * per_thread, T, hd, ld);
+    Tiles tiles(scratch + thread * per_thread, T, hd, ld, true);
     const S* q = qkv + b * T * C3 + h * hd;
     const S* k = q + C;
     const S* v = q + 2 * C;
@@ -281,15 +256,12 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
       const std::size_t rows = std::min(attention_block, T - i0);
       const std::size_t keys = causal ? i0 + rows : T;
       for (std::size_t r = 0; r < rows; ++r) dy_dot_y[r] = dot(dy + (i0 + r) * C, y + (i0 + r) * C, hd);
-      if constexpr (Hooks::biases_scores)
-        if (!kept && !whole_rows) detail::fill_bias_block(tiles.bias, hooks, h, i0, rows, T, causal);
       for (std::size_t j0 = 0; j0 < keys; j0 += ld) {
         const std::size_t cols = std::min(ld, keys - j0);
         // p as the forward had it: kept, or exp(scale·q·kᵀ + bias − lse)
         const S* probs = kept ? att + (bh * T + i0) * T : tiles.scores;
         if (!kept) {
-          detail::tile_scores(tiles.scores, ld, q, k, C3, hd, scale, tiles.bias, hooks, h, i0, rows, j0, cols, T,
-                              causal, whole_rows);
+          detail::tile_scores(tiles.scores, ld, q, k, C3, hd, scale, hooks, h, i0, rows, j0, cols, causal);
           for (std::size_t r = 0; r < rows; ++r) {
             S* row = tiles.scores + r * ld;
             const std::size_t n = detail::visible_keys(i0 + r, j0, cols, causal);
@@ -362,7 +334,7 @@ void attention_step_forward(S* out, S* scores, const S* q, const S* keys, const 
     const S* vh = values + h * window.capacity * hd;
     for (const auto& [key, slot, n] : runs)
       if (n > 0) gemm<S>(false, true, 1, n, hd, scale, qh, hd, kh + slot * hd, hd, S(0), scores + key, n);
-    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, P);
+    if constexpr (Hooks::biases_scores) hooks.add_bias(scores, h, P - 1, 0, P);
     softmax_row(scores, P);
     S* oh = out + h * hd;
     for (std::size_t r = 0; r < 2; ++r) {
