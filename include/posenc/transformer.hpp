@@ -41,6 +41,7 @@
 #include "posenc/model/kv_cache.hpp"
 
 #include "posenc/data/batches.hpp"
+#include "posenc/data/bpe.hpp"
 #include "posenc/data/dataset.hpp"
 #include "posenc/data/tasks.hpp"
 #include "posenc/data/tokenizer.hpp"

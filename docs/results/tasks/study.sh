@@ -6,9 +6,11 @@
 # accuracy by band with paired tests and Holm.
 #   docs/results/tasks/study.sh [TASK ...]   (default: copy reverse addition)
 # Environment: B (the programs' folder, default build/release/examples), JOBS (runs at once, 1),
-# POLICIES (default: all twelve), STEPS (default: each task's below), RANDOMIZED=1: the same runs
-# crossed with randomized positions (Ruoss et al. 2023; --grid random_positions=0,N, N 8 × the
-# trained context, the longest tested input), into TASK-random.
+# POLICIES (default: all twelve), RANDOMIZED=1: the same runs crossed with randomized positions
+# (Ruoss et al. 2023; --grid random_positions=0,N, N 8 × the trained context, the longest tested
+# input), into TASK-random; STEPS (default: each task's below), SIZE (LAYERSxDIMxHEADS, one the
+# programs are built for; default 2x64x4) and LR (default 3e-3), each named in the folder when set:
+# TASK[-random][-stepsN][-SIZE][-lrX].
 # Resumable: the same command continues; records committed under docs/results/tasks/TASK/records
 # are copied in first, so a new checkout trains only what is missing. Writes runs/tasks-study/TASK
 # and, when a task's study is done, docs/results/tasks/TASK/{records,summary.*,plots}; while it
@@ -20,11 +22,21 @@ B=${B:-build/release/examples}
 jobs=${JOBS:-1}
 policies=${POLICIES:-nope,learned,sinusoidal,rope,rope-interleaved,rope-partial,xpos,alibi,alibi-single,t5,kerple,fire}
 tasks=("$@")
+IFS=x read -r layers dim heads <<< "${SIZE:-2x64x4}"
+# the folder of a task's study, each setting the environment changes named in it
+study_name() {
+  local name=$1
+  [ "${RANDOMIZED:-0}" != 1 ] || name+=-random
+  [ -z "${STEPS:-}" ] || name+=-steps$STEPS
+  [ -z "${SIZE:-}" ] || name+=-$SIZE
+  [ -z "${LR:-}" ] || name+=-lr$LR
+  echo "$name"
+}
 [ ${#tasks[@]} -gt 0 ] || tasks=(copy reverse addition)
 
 # trained lengths and steps of each task (tested: 8 × the longest trained, the study's default)
 trained() { case "$1" in copy|reverse) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-256 ;; esac; }
-steps() { case "$1" in associative-recall) echo 10000 ;; *) echo 3000 ;; esac; }
+steps() { [ -z "${STEPS:-}" ] || { echo "$STEPS"; return; }; case "$1" in associative-recall) echo 10000 ;; *) echo 3000 ;; esac; }
 # randomized positions' range: 8 × the trained context (copy and reverse: 32 inputs, 2 × 16 + 1
 # characters less the last), the inputs of the longest tested example
 range() { case "$1" in copy|reverse) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
@@ -44,18 +56,15 @@ for path in glob.glob(os.path.join(source, "*.json")):
 PY
 }
 [ "${COLLECT:-0}" = 1 ] && {
-  for task in "${tasks[@]}"; do collect "$task" "$task$([ "${RANDOMIZED:-0}" = 1 ] && echo -random)"; done
+  for task in "${tasks[@]}"; do collect "$task" "$(study_name "$task")"; done
   exit 0
 }
 
 shopt -s nullglob
 for task in "${tasks[@]}"; do
-  name=$task
+  name=$(study_name "$task")
   extra=()
-  if [ "${RANDOMIZED:-0}" = 1 ]; then
-    name=$task-random
-    extra+=(--grid "random_positions=0,$(range "$task")")
-  fi
+  [ "${RANDOMIZED:-0}" != 1 ] || extra+=(--grid "random_positions=0,$(range "$task")")
   out=runs/tasks-study/$name
   keep=docs/results/tasks/$name
   mkdir -p "$out/records"
@@ -63,8 +72,8 @@ for task in "${tasks[@]}"; do
   [ ${#committed[@]} -eq 0 ] || cp -n "${committed[@]}" "$out/records/"
   [ "$task" = passkey ] && extra+=(--data data/tinyshakespeare/input.txt --task-examples 20)
   nice -n 19 "$B/study" --task "$task" --task-lengths "$(trained "$task")" --variants "$policies" --seeds 1,2,3 \
-    --steps "$(steps "$task")" --extended-steps 0 --layers 2 --dim 64 --heads 4 --lr 3e-3 --lr-schedule cosine \
-    --warmup-steps 100 --min-lr-fraction 0.1 --eval-every 500 --eval-iters 20 --jobs "$jobs" --threads "$jobs" \
+    --steps "$(steps "$task")" --extended-steps 0 --layers "$layers" --dim "$dim" --heads "$heads" \
+    --lr "${LR:-3e-3}" --lr-schedule cosine --warmup-steps 100 --min-lr-fraction 0.1 --eval-every 500 --eval-iters 20 --jobs "$jobs" --threads "$jobs" \
     ${extra[@]+"${extra[@]}"} --out "$out" > "$out.log" 2>&1 || { tail -5 "$out.log"; exit 1; }
   collect "$task" "$name"
   for file in summary.md summary.json summary.csv summary_task.csv; do  # a grid's has no summary_task.csv
