@@ -9,7 +9,6 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "posenc/config.hpp"
 #include "posenc/kernels/attention.hpp"
