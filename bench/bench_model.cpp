@@ -111,7 +111,7 @@ void evaluate_validation(benchmark::State& state) {
     state.SkipWithError("data/tinyshakespeare/input.txt is missing: run scripts/fetch-data.sh");
     return;
   }
-  const CharDataset data(read_text_file(path.string()));
+  const TextDataset data(read_text_file(path.string()));
   RoPETransformer model(data.vocab_size(), study_context);
   for (auto _ : state) benchmark::DoNotOptimize(evaluate_loss(model, data.val(), study_context, study_batch));
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(data.val().size()),

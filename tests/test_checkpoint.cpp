@@ -3,7 +3,10 @@
 
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <posenc/transformer.hpp>
 
@@ -12,6 +15,23 @@ using namespace posenc;
 namespace {
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("posenc-test-" + name)).string();
+}
+
+// `file` written again to `path` with its metadata changed: each key set to its value, or removed
+// where the value is empty.
+void rewrite(const SafetensorsFile& file, const std::string& path, const std::map<std::string, std::string>& changes) {
+  SafetensorsWriter writer;
+  for (const auto& [key, value] : file.metadata())
+    if (!changes.contains(key)) writer.add_metadata(key, value);
+  for (const auto& [key, value] : changes)
+    if (!value.empty()) writer.add_metadata(key, value);
+  std::vector<std::vector<float>> tensors;
+  for (const SafetensorsEntry& e : file.entries()) {
+    tensors.emplace_back(e.numel());
+    file.read_into(e.name, e.shape, tensors.back().data());
+    writer.add_tensor(e.name, e.shape, tensors.back().data());
+  }
+  writer.write(path);
 }
 }  // namespace
 
@@ -32,7 +52,7 @@ TEMPLATE_LIST_TEST_CASE("save → load gives a model with identical logits", "",
   CHECK(info.dim == 16);
   CHECK(info.heads == 2);
   CHECK(info.context == 8);
-  CHECK(info.vocabulary == "abcdefg");
+  CHECK(info.tokenizer.characters()->symbols() == "abcdefg");
   CHECK(info.step == 3);
   CharTransformer<TestType, 2, 16, 2> loaded(tokenizer.vocab_size(), 8, /*seed=*/99);
   load_parameters(loaded, file);
@@ -200,4 +220,72 @@ TEST_CASE("a checkpoint holding NaN or infinity is refused, naming the tensor an
                           Catch::Contains("had diverged"));
   }
   std::filesystem::remove(path);
+}
+
+TEST_CASE("a checkpoint carries its tokenizer: char's symbols, byte's and bpe's merges survive a round trip") {
+  std::string corpus;
+  for (int i = 0; i < 400; ++i) corpus += i % 3 == 0 ? "the king " : i % 3 == 1 ? "hath thee " : "café. ";
+  for (const TokenizerSpec spec : {TokenizerSpec{}, TokenizerSpec{TokenizerKind::byte},
+                                   TokenizerSpec{TokenizerKind::bpe, 266}}) {
+    INFO(to_string(spec));
+    const TextDataset data(corpus, spec);
+    CharTransformer<RoPE, 1, 8, 2> model(data.vocab_size(), 8, 1);
+    const std::string path = temp_path("tokenizer.safetensors");
+    save_checkpoint(path, model, data.tokenizer(), 0, 1);
+    const SafetensorsFile file = read_safetensors(path);
+    CHECK(file.metadata().at("tokenizer") == tokenizer_name(spec.kind));
+    CHECK(file.metadata().contains("vocab") == (spec.kind == TokenizerKind::character));
+    CHECK(file.metadata().contains("merges") == (spec.kind != TokenizerKind::character));
+    const CheckpointInfo info = read_checkpoint_info(file);
+    CHECK(info.tokenizer.spec() == spec);
+    CHECK(info.model_config().vocab_size == data.vocab_size());
+    CHECK(info.tokenizer.encode(corpus) == data.tokenizer().encode(corpus));
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("a char checkpoint from before tokenizers had names loads as char and evaluates to the same loss") {
+  const std::string corpus = "to be or not to be, that is the question; whether 'tis nobler in the mind to suffer\n";
+  const TextDataset data(corpus + corpus + corpus);
+  CharTransformer<ALiBi, 1, 8, 2> model(data.vocab_size(), 8, 5);
+  const std::string path = temp_path("new.safetensors"), old_path = temp_path("old.safetensors");
+  save_checkpoint(path, model, data.tokenizer(), 0, 5);
+  rewrite(read_safetensors(path), old_path, {{"tokenizer", ""}});  // as posenc wrote it before BPE
+  const SafetensorsFile old_file = read_safetensors(old_path);
+  REQUIRE_FALSE(old_file.metadata().contains("tokenizer"));
+  const CheckpointInfo info = read_checkpoint_info(old_file);
+  CHECK(info.tokenizer.kind() == TokenizerKind::character);
+  CharTransformer<ALiBi, 1, 8, 2> loaded(info.model_config());
+  load_parameters(loaded, old_file);
+  const TextDataset again(corpus + corpus + corpus, info.tokenizer);
+  CHECK(evaluate_loss(loaded, again.val(), 8).loss == evaluate_loss(model, data.val(), 8).loss);
+  std::filesystem::remove(path);
+  std::filesystem::remove(old_path);
+}
+
+TEST_CASE("a checkpoint's damaged tokenizer is refused with the entry named") {
+  CharTransformer<NoPE, 1, 8, 2> model(258, 8, 1);
+  const std::string path = temp_path("bpe.safetensors"), bad = temp_path("bad-tokenizer.safetensors");
+  save_checkpoint(path, model, Tokenizer(BpeTokenizer({{'a', 'b'}, {256, 'c'}})), 0, 1);
+  const SafetensorsFile file = read_safetensors(path);
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"tokenizer", "wordpiece"}}, "metadata 'tokenizer': unknown tokenizer 'wordpiece'"},
+      {{{"merges", ""}}, "the metadata has no 'merges' entry"},
+      {{{"merges", "{}"}}, "metadata 'merges' is not a JSON array of token pairs"},
+      {{{"merges", "[[97, 98], [256]]"}}, "metadata 'merges' holds [256], not a pair of token ids"},
+      {{{"merges", "[[97, -1]]"}}, "holds [97,-1], not a pair of token ids"},
+      {{{"merges", "[[97, 98], [300, 99]]"}}, "metadata 'merges': BpeTokenizer: merge 1 (token 257) joins tokens 300"},
+      {{{"merges", "[]"}}, "metadata 'tokenizer' says bpe but 'merges' holds 0 merges"},
+      {{{"tokenizer", "char"}}, "the metadata has no 'vocab' entry"},
+      {{{"tokenizer", "char"}, {"vocab", "[97, 97]"}}, "metadata 'vocab': CharTokenizer: the vocabulary lists byte 97"},
+      {{{"tokenizer", "char"}, {"vocab", "[97, 256]"}}, "metadata 'vocab' holds 256, not a byte value 0..255"},
+  };
+  for (const auto& [changes, message] : cases) {
+    INFO(message);
+    rewrite(file, bad, changes);
+    CHECK_THROWS_WITH(read_checkpoint_info(read_safetensors(bad)),
+                      Catch::Contains("checkpoint '" + bad + "'") && Catch::Contains(message));
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(bad);
 }

@@ -26,18 +26,18 @@ TEST_CASE("the vocabulary is the sorted set of the corpus's distinct bytes") {
 TEST_CASE("the first 90% of the corpus trains and the rest validates") {
   std::string corpus;
   for (int i = 0; i < 100; ++i) corpus += static_cast<char>('a' + i % 7);
-  const CharDataset data(corpus);
+  const TextDataset data(corpus);
   CHECK(data.vocab_size() == 7);
   CHECK(data.train().size() == 90);
   CHECK(data.val().size() == 10);
   CHECK(data.tokenizer().decode(data.val()) == corpus.substr(90));
-  CHECK_THROWS_WITH(CharDataset(""), Catch::Contains("the corpus is empty"));
+  CHECK_THROWS_WITH(TextDataset(""), Catch::Contains("the corpus is empty"));
 }
 
 TEST_CASE("the sampler draws windows of T+1 tokens, seeded") {
   std::string corpus;
   for (int i = 0; i < 500; ++i) corpus += static_cast<char>('A' + i % 50);
-  const CharDataset data(corpus);
+  const TextDataset data(corpus);
   BatchSampler sampler(data.train(), 64, 10, 42);
   Tokens x, y;
   sampler.sample(x, y);

@@ -123,7 +123,7 @@ TEMPLATE_TEST_CASE("data-parallel training over 2, 3 and 4 processes gives one p
   using S = TestType;
   using Model = CharTransformer<RoPE, 2, 16, 2, S>;
   set_num_threads(1);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   // batch 6: even shards over 2 and 3 processes, uneven (1, 2, 1, 2 rows) over 4
   const TrainConfig config{
       .steps = 6, .batch = 6, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 9};
@@ -178,7 +178,7 @@ TEMPLATE_TEST_CASE("data-parallel training and estimates at randomized positions
   // every process reads a micro-batch, and an estimate's batch, at the whole batch's positions
   using Model = CharTransformer<TestType, 1, 16, 2, double>;
   set_num_threads(1);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   const TrainConfig config{
       .steps = 4, .batch = 6, .context = 12, .lr = 3e-3, .eval_every = 2, .eval_iters = 2, .seed = 9};
   const Trace alone = train<Model>(data, config, nullptr, 40);
@@ -202,7 +202,7 @@ TEMPLATE_TEST_CASE("data-parallel training and estimates at randomized positions
 TEST_CASE("data-parallel training with gradient accumulation equals one process's large batch") {
   using Model = CharTransformer<RoPE, 1, 16, 2, double>;
   set_num_threads(1);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig large{.steps = 4, .batch = 12, .context = 12, .lr = 3e-3, .eval_every = 2, .eval_iters = 2, .seed = 4};
   large.max_grad_norm = 0.5;
   TrainConfig micro = large;
@@ -222,7 +222,7 @@ TEST_CASE("data-parallel training with gradient accumulation equals one process'
 TEST_CASE("a data-parallel run resumed from rank 0's files continues as one process's resumed run") {
   using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
   set_num_threads(1);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config{.steps = 6, .batch = 4, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 2, .seed = 4};
   const auto base = std::filesystem::temp_directory_path() / "posenc-test-data-parallel-resume";
   std::filesystem::remove_all(base);
@@ -262,7 +262,7 @@ TEST_CASE("a data-parallel run resumed from rank 0's files continues as one proc
 TEST_CASE("a stop one process asks for during an evaluation stops the group there, and the group resumes it") {
   using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
   set_num_threads(1);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   const TrainConfig config{.steps = 6, .batch = 4, .context = 12, .lr = 3e-3, .eval_every = 3, .eval_iters = 4,
                            .seed = 4};
   const auto base = std::filesystem::temp_directory_path() / "posenc-test-data-parallel-stop-in-eval";
@@ -312,7 +312,7 @@ TEST_CASE("a stop one process asks for during an evaluation stops the group ther
 
 TEST_CASE("a batch smaller than the group is refused with a message naming both") {
   using Model = CharTransformer<NoPE, 2, 16, 2>;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   run_group(3, [&](ProcessGroup& g) {
     Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8});
     CHECK_THROWS_WITH((Trainer<Model>(model, data, TrainConfig{.batch = 2, .context = 8}, &g)),
@@ -322,7 +322,7 @@ TEST_CASE("a batch smaller than the group is refused with a message naming both"
 
 TEST_CASE("a diverged run stops with its step named, alone and on every process of a group") {
   using Model = CharTransformer<NoPE, 2, 16, 2>;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   const TrainConfig config{.steps = 5, .batch = 4, .context = 8, .eval_every = 100, .eval_iters = 1};
   // Every process gets the same summed loss, so all of them stop at the same step and none is
   // left waiting in a collective.

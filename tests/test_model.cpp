@@ -616,7 +616,7 @@ TEMPLATE_LIST_TEST_CASE("every policy but Learned evaluates sequences longer tha
 
 TEST_CASE("determinism: the same seed gives bitwise-identical losses, another seed does not") {
   const std::string corpus = "the quick brown fox jumps over the lazy dog; the lazy dog sleeps. ";
-  CharDataset data(corpus + corpus + corpus);
+  TextDataset data(corpus + corpus + corpus);
   auto run = [&](std::uint64_t seed) {
     CharTransformer<RoPE, 2, 16, 2> model(data.vocab_size(), 8, seed);
     auto optimizer = AdamW(model, {.lr = 3e-3});
@@ -670,7 +670,7 @@ TEMPLATE_LIST_TEST_CASE("learning: 200 steps cut the loss well below the uniform
   Rng rng(16);
   std::string corpus;
   while (corpus.size() < 4000) corpus += words[rng.uniform_index(words.size())];
-  CharDataset data(corpus);
+  TextDataset data(corpus);
   CharTransformer<TestType, 2, 32, 4> model(data.vocab_size(), 16, 17);
   auto optimizer = AdamW(model, {.lr = 3e-3});
   BatchSampler sampler(data.train(), 16, 16, 18);

@@ -141,6 +141,15 @@ TEST_CASE("a run record survives its JSON") {
   CHECK(back.generalization_gap() == Approx(0.14));
   CHECK(back.curve.size() == 2);
   CHECK(back.curve[1].tokens_per_second == 5000.0);
+  CHECK(back.bytes_per_target == BytesPerTarget{1, 1});  // characters
+  RunRecord bpe = r;
+  bpe.bytes_per_target = {2.5, 2.25};
+  const nlohmann::json j = to_json(bpe);
+  CHECK(j["final_val_bits_per_byte"] == Approx(1.59 / 2.25 / std::log(2.0)));
+  CHECK(run_record_from_json(j).bytes_per_target == bpe.bytes_per_target);
+  nlohmann::json before = to_json(r);  // a record from before BPE: characters
+  before.erase("bytes_per_target");
+  CHECK(run_record_from_json(before).final_val_bits_per_byte() == Approx(1.59 / std::log(2.0)));
 }
 
 TEST_CASE("the summary: statistics per variant, rankings, pairwise tests and the extended runs") {
@@ -289,7 +298,8 @@ TEST_CASE("the published numbers are like-for-like only beside the published des
            [](StudyDesign& d) { d.run.embedding_std = 1.0; }, [](StudyDesign& d) { d.run.precision = Precision::bf16; },
            [](StudyDesign& d) { d.run.dropout = 0.1; }, [](StudyDesign& d) { d.run.train.batch = 64; },
            [](StudyDesign& d) { d.steps = 1000; }, [](StudyDesign& d) { d.run.init = InitScheme::pytorch; },
-           [](StudyDesign& d) { d.run.train.schedule.kind = ScheduleKind::cosine; }}) {
+           [](StudyDesign& d) { d.run.train.schedule.kind = ScheduleKind::cosine; },
+           [](StudyDesign& d) { d.run.tokenizer = {TokenizerKind::byte}; }}) {
     StudyDesign changed = published;
     change(changed);
     CHECK_FALSE(is_published_design(changed));
@@ -767,6 +777,55 @@ TEST_CASE("a grid's summary compares the variants within each setting and each v
   CHECK(csv.find("setting,variant,n,") == 0);
   CHECK(csv.find("\n\"init=pytorch\",rope,3,") != std::string::npos);
   CHECK(grid_summary_json(g)["across"][0]["paired_t_test"]["df"] == 2);
+}
+
+TEST_CASE("a grid across tokenizers compares in bits per byte, a BPE study's summary shows no published nats") {
+  StudyDesign d;
+  d.variants = {"rope"};
+  d.seeds = {1, 2, 3};
+  d.extended_steps = 0;
+  d.run.tokenizer.vocab_size = 1024;  // --vocab-size: the bpe points'
+  d.grid = {parse_grid_axis("tokenizer=byte,bpe")};
+  const auto at = [&](std::uint64_t seed, const std::string& tokenizer, double val, double bytes_per_target) {
+    RunRecord r = record("rope", seed, 2000, val, val - 0.1);
+    r.config = run_config(d, RunSpec{"rope", seed, 2000, GridPoint{{{"tokenizer", tokenizer}}}}, "test-data");
+    r.bytes_per_target = {bytes_per_target, bytes_per_target};
+    return r;
+  };
+  // BPE's loss per token is higher, its loss per byte lower
+  const std::vector<double> byte_val = {1.10, 1.12, 1.15}, bpe_val = {2.40, 2.46, 2.50};
+  std::vector<RunRecord> records;
+  for (std::uint64_t s = 1; s <= 3; ++s) {
+    records.push_back(at(s, "byte", byte_val[s - 1], 1));
+    records.push_back(at(s, "bpe", bpe_val[s - 1], 2.5));
+  }
+  CHECK(records[1].config.tokenizer == TokenizerSpec{TokenizerKind::bpe, 1024});
+  CHECK(records[0].config.tokenizer == TokenizerSpec{TokenizerKind::byte});
+  const GridSummary g = summarize_grid(d, records);
+  CHECK(g.in_bits_per_byte);
+  REQUIRE(g.across.size() == 1);
+  const SettingComparison& c = g.across[0];
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(c.val[i] == Approx(bpe_val[i] / 2.5 / std::log(2.0)));
+    CHECK(c.baseline_val[i] == Approx(byte_val[i] / std::log(2.0)));
+  }
+  CHECK(c.mean_difference < 0);  // fewer bits per byte, though more nats per token
+  const std::string md = grid_summary_markdown(g);
+  CHECK(md.find("compare in validation bits per byte") != std::string::npos);
+  CHECK(md.find("| val bits/byte | baseline val bits/byte (same seeds) |") != std::string::npos);
+  CHECK(grid_summary_json(g)["across"][0].contains("val_bits_per_byte"));
+  // the BPE point's own summary: its bits per byte, and no published nats per character beside it
+  const StudySummary& bpe = g.settings[1].second;
+  CHECK(bpe.variants[0].mean_val_bits_per_byte == Approx(2.4533333 / 2.5 / std::log(2.0)));
+  const std::string bpe_md = summary_markdown(bpe);
+  CHECK(bpe_md.find("nats per token of tokenizer bpe 1024") != std::string::npos);
+  CHECK(bpe_md.find("are not shown beside nats per BPE token") != std::string::npos);
+  CHECK(bpe_md.find("1.6008 ± 0.0047") == std::string::npos);  // alibi-single's published, or any
+  CHECK(bpe_md.find("| rope | 3 | 2.4533 ± ") != std::string::npos);
+  // a grid within one tokenizer keeps comparing nats
+  StudyDesign lr = d;
+  lr.grid = {parse_grid_axis("lr=0.001,0.003")};
+  CHECK_FALSE(grid_crosses_tokens(lr));
 }
 
 TEST_CASE("a task grid compares each variant's accuracy by band across the settings, paired by seed, Holm per band") {

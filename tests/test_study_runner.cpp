@@ -304,7 +304,7 @@ TEST_CASE("after training, a study records the loss by position, the copy probe 
   REQUIRE(failures.list().empty());
   const std::vector<RunRecord> records = runner.records(false, failures);
   REQUIRE(records.size() == 4);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   for (const RunRecord& r : records) {
     INFO(r.variant() << " seed " << r.seed());
     const bool rotary = r.variant() == "rope";
@@ -646,7 +646,7 @@ TEST_CASE("a study fine-tunes each base run from its final model at a new contex
 
   const std::vector<RunRecord> records = runner.records(false, failures);
   REQUIRE(records.size() == 10);
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   for (std::size_t i = 4; i < records.size(); ++i) {
     const RunSpec& spec = runner.plan()[i];
     const RunRecord& tuned = records[i];
@@ -714,6 +714,39 @@ TEST_CASE("a grid study runs every variant and seed at every setting, and its su
   StepCounter counter;
   runner.run(runner.pending(), 1, counter, failures);
   CHECK(counter.steps == 0);
+}
+
+TEST_CASE("a grid across tokenizers trains each point in its own tokens, and its records carry bits per byte") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir dir("study-runner-tokens");
+  StudyDesign d = tiny_design();
+  d.variants = {"alibi"};
+  d.seeds = {1};
+  d.extended_steps = 0;
+  d.extrapolate = {16};  // evaluated in the point's own tokens
+  d.run.tokenizer.vocab_size = 270;
+  d.grid = {parse_grid_axis("tokenizer=char,bpe")};
+  StudyObserver quiet;
+  StudyFailures failures;
+  const StudyRunner runner(d, dir.path, corpus(), make_test_model);
+  runner.run(runner.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const auto characters = load_record(runner.paths().record(runner.plan()[0]));
+  const auto bpe = load_record(runner.paths().record(runner.plan()[1]));
+  REQUIRE((characters && bpe));
+  CHECK(runner.paths().record(runner.plan()[1]).filename() == "alibi-seed1-steps6-tokenizer-bpe.json");
+  CHECK(bpe->config.tokenizer == TokenizerSpec{TokenizerKind::bpe, 270});
+  CHECK(characters->config.tokenizer == TokenizerSpec{});
+  const TextDataset bpe_data(corpus(), bpe->config.tokenizer);
+  CHECK(bpe->bytes_per_target.validation == bpe_data.bytes_per_target(Split::validation));
+  CHECK(bpe->bytes_per_target.validation > 1.5);
+  CHECK(characters->bytes_per_target == BytesPerTarget{1, 1});
+  const CheckpointInfo info = read_checkpoint_info(read_safetensors(bpe->checkpoint));
+  CHECK(info.tokenizer.spec() == bpe->config.tokenizer);
+  REQUIRE(bpe->extrapolation.size() == 1);
+  CHECK(bpe->extrapolation[0]["non_overlapping"].get<double>() > 0);
+  CHECK(summarize_grid(d, runner.records(false, failures)).in_bits_per_byte);
 }
 
 // Asks the runs to stop once any of them reaches a step (or, with after_estimates, once the

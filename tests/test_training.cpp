@@ -37,7 +37,7 @@ std::vector<float> parameters_of(const AnyPolicyModel& model) {
 
 // Trains `model` with `config`; returns the step reports.
 template <class AnyPolicyModel>
-std::vector<StepReport> train(AnyPolicyModel& model, const CharDataset& data, const TrainConfig& config) {
+std::vector<StepReport> train(AnyPolicyModel& model, const TextDataset& data, const TrainConfig& config) {
   Trainer<AnyPolicyModel> trainer(model, data, config);
   std::vector<StepReport> reports;
   trainer.run([&](const StepReport& r) { reports.push_back(r); }, [](const EvalRecord&) {});
@@ -156,7 +156,7 @@ TEST_CASE("weight decay on matrices only leaves biases, layer norms and an encod
 }
 
 TEST_CASE("a step is clipping then AdamW at the schedule's rate, and reports both") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 1, .min_lr_fraction = 0.2};
   config.max_grad_norm = 0.05;  // far below the gradient's norm: every step clips
@@ -194,7 +194,7 @@ TEST_CASE("gradient accumulation equals the large batch to rounding") {
   // In double: in float, AdamW's m/√v turns the rounding of a gradient near zero into a step of
   // ±lr, which would hide a real difference behind a loose tolerance.
   using Double = CharTransformer<RoPE, 1, 8, 2, double>;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   for (const auto& [accum, dropout] : std::vector<std::pair<std::size_t, double>>{{2, 0.0}, {4, 0.0}, {2, 0.2}}) {
     DYNAMIC_SECTION(accum << " micro-batches, dropout " << dropout) {
       TrainConfig large = small_config();
@@ -231,7 +231,7 @@ TEST_CASE("gradient accumulation equals the large batch to rounding") {
 }
 
 TEST_CASE("a run with a decaying schedule, clipping and accumulation resumes to the uninterrupted run's bits") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 6;
   config.eval_every = 3;
@@ -264,7 +264,7 @@ TEST_CASE("a run with a decaying schedule, clipping and accumulation resumes to 
 }
 
 TEST_CASE("bad training settings are errors naming the setting") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = 8, .seed = 3});
   const auto error = [&](auto change) {
     TrainConfig config = small_config();
@@ -287,7 +287,7 @@ TEST_CASE("bad training settings are errors naming the setting") {
 
 TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and differs from training without") {
   posenc_test::ThreadCounts restore;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   const auto trained = [&](int threads, double dropout) {
     set_num_threads(threads);
@@ -304,7 +304,7 @@ TEST_CASE("training with dropout is bitwise the same at 1 and 2 threads, and dif
 // may estimate less often or over fewer batches and train the same models (longer-contexts/run.sh).
 TEST_CASE("the loss estimates leave training alone: any eval_every and eval_iters train the same bits") {
   posenc_test::ThreadCounts restore;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   for (const auto& [threads, dropout] : {std::pair{1, 0.0}, {1, 0.1}, {2, 0.0}, {2, 0.1}}) {
     CAPTURE(threads, dropout);
     set_num_threads(threads);
@@ -324,7 +324,7 @@ TEST_CASE("the loss estimates leave training alone: any eval_every and eval_iter
 }
 
 TEST_CASE("a run asked to stop saves the step it is at, and resumes to the uninterrupted run's bits") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 9;
   config.eval_every = 3;
@@ -363,7 +363,7 @@ TEST_CASE("a run asked to stop saves the step it is at, and resumes to the unint
 }
 
 TEST_CASE("a stop in an evaluation abandons it at once, and the resumed run makes it to the uninterrupted run's bits") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 9;
   config.eval_every = 3;
@@ -414,7 +414,7 @@ TEST_CASE("a stop in an evaluation abandons it at once, and the resumed run make
 }
 
 TEST_CASE("a run with no complete state yet (its first save never finished) resumes from the start") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.eval_every = 2;
   const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-no-state";
@@ -436,7 +436,7 @@ TEST_CASE("a run with no complete state yet (its first save never finished) resu
 
 TEST_CASE("a run that saved past its start refuses to resume without its optimizer state or newest checkpoint, "
           "and names a damaged one") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.eval_every = 2;
   const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-lost-state";
@@ -580,7 +580,7 @@ TEST_CASE("the copy probe's control: no drop for a model that reads nothing far 
 
 TEST_CASE("a stop between a step's accumulated micro-batches abandons the step, and the run resumes to the "
           "uninterrupted run's bits") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 8;
   config.eval_every = 4;
@@ -613,7 +613,7 @@ TEST_CASE("a stop between a step's accumulated micro-batches abandons the step, 
 }
 
 TEST_CASE("a run directory another process writes is refused, naming the holder, and nothing of it is written") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   const auto base = std::filesystem::temp_directory_path() / "posenc-test-training-lock";
   std::filesystem::remove_all(base);
   const ModelConfig model_config{.vocab_size = data.vocab_size(), .context = 8, .seed = 3};
@@ -696,7 +696,7 @@ TEMPLATE_LIST_TEST_CASE("training at randomized positions is bitwise the same on
   // (across thread counts the sums of a trainable bias's gradient round differently, as without
   // randomized positions)
   posenc_test::ThreadCounts restore;
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 4;
   const auto trained = [&](int threads, std::size_t range) {
@@ -715,7 +715,7 @@ TEMPLATE_LIST_TEST_CASE("training at randomized positions is bitwise the same on
 }
 
 TEST_CASE("a run at randomized positions resumes to the uninterrupted run's bits") {
-  const CharDataset data(corpus());
+  const TextDataset data(corpus());
   TrainConfig config = small_config();
   config.steps = 6;
   config.eval_every = 3;

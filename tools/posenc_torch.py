@@ -5,19 +5,23 @@
     python3 tools/posenc_torch.py --batch FILE
 
 prints the checkpoint's train and validation loss over non-overlapping windows, the same protocol
-as `shakespeare eval`, so the two can be compared, as one JSON line. A checkpoint trained at
-randomized positions (Ruoss et al. 2023; metadata "position_range") reads each batch of windows at
-the positions posenc draws for it: an ordered subset of the range by selection sampling, from a
-64-bit Mersenne Twister keyed by the batch's tokens, written out again here. With --batch, each line of
-FILE holds the arguments of one such evaluation, and each gets its JSON line, in one process (so
-PyTorch, which takes seconds to import, starts once). The model here is written from posenc's
-definition (pre-LayerNorm blocks, tanh-GELU MLP, lm_head with bias, its weight the token table's
-when the checkpoint says tie_weights, as nanoGPT ties them) and each positional encoding's formula;
-it shares no code with posenc. Needs PyTorch (Debian's python3-torch).
+as `shakespeare eval`, so the two can be compared, as one JSON line with each split's bits per
+byte. The corpus's bytes are cut at 90% and each part encoded on its own with the checkpoint's
+tokenizer (metadata "tokenizer": char, byte or bpe, whose pre-split and merge order are written
+again here from their rules). A checkpoint trained at randomized positions (Ruoss et al. 2023;
+metadata "position_range") reads each batch of windows at the positions posenc draws for it: an
+ordered subset of the range by selection sampling, from a 64-bit Mersenne Twister keyed by the
+batch's tokens, written out again here. With --batch, each line of FILE holds the arguments of one
+such evaluation, and each gets its JSON line, in one process (so PyTorch, which takes seconds to
+import, starts once). The model here is written from posenc's definition (pre-LayerNorm blocks,
+tanh-GELU MLP, lm_head with bias, its weight the token table's when the checkpoint says
+tie_weights, as nanoGPT ties them) and each positional encoding's formula; it shares no code
+with posenc. Needs PyTorch (Debian's python3-torch).
 """
 import argparse
 import json
 import math
+import re
 import shlex
 import struct
 import sys
@@ -105,6 +109,67 @@ def draw_positions_for(ids, count, position_range):
     return positions
 
 
+# GPT-2's pre-split ('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+) on
+# bytes, as posenc reads it without Unicode's tables: a letter is an ASCII letter or any byte ≥ 0x80
+# (a UTF-8 character never splits), a digit 0-9, whitespace space, \t, \n, \v, \f and \r.
+LETTER, DIGIT, SPACE = rb"A-Za-z\x80-\xff", rb"0-9", rb" \t\n\x0b\x0c\r"
+BPE_CHUNK = re.compile(rb"'(?:s|t|re|ve|m|ll|d)| ?[%s]+| ?[%s]+| ?[^%s%s%s]+|[%s]+(?![^%s])|[%s]+"
+                       % (LETTER, DIGIT, LETTER, DIGIT, SPACE, SPACE, SPACE, SPACE))
+
+
+class Tokenizer:
+    """A checkpoint's tokens: char (metadata "vocab", the corpus's bytes, token id = index; the only
+    kind before BPE, so a checkpoint without "tokenizer" has it), byte (the 256 bytes) or bpe
+    (byte-level BPE: token 256 + i joins the pair merges[i])."""
+
+    def __init__(self, meta):
+        self.kind = meta.get("tokenizer", "char")
+        if self.kind == "char":
+            self.pieces = [bytes([b]) for b in json.loads(meta["vocab"])]
+            self.ids = {p[0]: i for i, p in enumerate(self.pieces)}
+            return
+        assert self.kind in ("byte", "bpe"), f"tokenizer {self.kind}"
+        merges = [tuple(pair) for pair in json.loads(meta["merges"])]
+        assert (self.kind == "byte") == (not merges), f"tokenizer {self.kind} with {len(merges)} merges"
+        self.pieces = [bytes([b]) for b in range(256)]
+        for left, right in merges:
+            self.pieces.append(self.pieces[left] + self.pieces[right])
+        self.rank = {pair: 256 + i for i, pair in enumerate(merges)}  # the id is the rank: earlier merges first
+        self.seen = {}  # a chunk's tokens, for chunks that recur (most words of a corpus)
+
+    def encode(self, text):
+        if self.kind == "char":
+            return [self.ids[b] for b in text]
+        chunks = BPE_CHUNK.findall(text)
+        assert b"".join(chunks) == text  # every byte falls in one alternative of the pattern
+        return [t for chunk in chunks for t in self.encode_chunk(chunk)]
+
+    def encode_chunk(self, chunk):
+        """The chunk's bytes, then, while a pair of neighbours has a merge, the earliest merge among
+        them applied at each of its places, left to right ("aaa" joins once)."""
+        if chunk in self.seen:
+            return self.seen[chunk]
+        word = list(chunk)
+        while len(word) > 1:
+            pair = min(zip(word, word[1:]), key=lambda p: self.rank.get(p, math.inf))
+            if pair not in self.rank:
+                break
+            merged, j = [], 0
+            while j < len(word):
+                if tuple(word[j : j + 2]) == pair:
+                    merged.append(self.rank[pair])
+                    j += 2
+                else:
+                    merged.append(word[j])
+                    j += 1
+            word = merged
+        self.seen[chunk] = word
+        return word
+
+    def byte_count(self, tokens):
+        return sum(len(self.pieces[t]) for t in tokens)
+
+
 def alibi_slopes(heads):
     def power_of_two(n):
         return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
@@ -154,7 +219,6 @@ class PosencModel(torch.nn.Module):
         self.policy = meta["posenc_policy"]
         self.layers, self.dim, self.heads = int(meta["layers"]), int(meta["dim"]), int(meta["heads"])
         self.trained_context = int(meta["context"])  # FIRE's threshold starts at a quarter of it
-        self.vocab = bytes(json.loads(meta["vocab"]))
         self.position_range = int(meta.get("position_range", "0"))  # 0: positions 0, 1, 2, …
         self.rope = rope_scaling if rope_scaling is not None else json.loads(meta.get("rope_scaling", "{}"))
         if meta.get("tie_weights", "false") == "true":  # one table: the file holds no lm_head.weight
@@ -304,16 +368,22 @@ def evaluate(args):
         if getattr(args, option) is not None:
             rope[key] = getattr(args, option)
     model = PosencModel(tensors, meta, rope)
-    ids = {b: i for i, b in enumerate(model.vocab)}
+    tokenizer = Tokenizer(meta)
     text = open(args.data, "rb").read()
-    tokens = torch.tensor([ids[b] for b in text], dtype=torch.long)
-    split = int(len(tokens) * 0.9)
+    # the bytes cut at 90% and each part encoded on its own, as posenc's TextDataset does (no BPE
+    # chunk straddles the cut, and every tokenizer scores the same validation bytes)
+    cut = int(len(text) * 0.9)
     context = args.context or int(meta["context"])
-    return {
-        "train_loss": full_pass_loss(model, tokens[:split], context),
-        "val_loss": full_pass_loss(model, tokens[split:], context),
-        "context": context,
-    }
+    result = {"context": context}
+    for split, part in (("train", text[:cut]), ("val", text[cut:])):
+        tokens = tokenizer.encode(part)
+        loss = full_pass_loss(model, torch.tensor(tokens, dtype=torch.long), context)
+        # bits per byte: the targets (every token but the first) over the bytes they stand for
+        targets = len(tokens) - 1
+        result[f"{split}_loss"] = loss
+        result[f"{split}_targets"] = targets
+        result[f"{split}_bits_per_byte"] = loss * targets / tokenizer.byte_count(tokens[1:]) / math.log(2)
+    return result
 
 
 def main():

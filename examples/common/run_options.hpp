@@ -148,6 +148,14 @@ class RunOptions {
                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
             ->check(CLI::IsMember(posenc::precisions.names())));
     add(app.add_option("--data", run.data, "Training text (any file)"));
+    add(app.add_option("--tokenizer", tokenizer_,
+                       "The tokens: char (the corpus's distinct bytes, one token each), byte (all 256 bytes) or "
+                       "bpe (byte-level BPE trained on the training part of the corpus to --vocab-size tokens)")
+            ->check(CLI::IsMember(posenc::tokenizer_kinds.names())));
+    add(app.add_option("--vocab-size", run.tokenizer.vocab_size,
+                       "bpe's vocabulary: the 256 bytes and --vocab-size − 256 merges")
+            ->check(whole_number_in(257, std::uint64_t{1} << 20)),
+        false);
     add(app.add_option("--layers", run.layers, "Transformer blocks (--layers, --dim and --heads: one of the sizes "
                                                "the program is " + model_sizes_help() + ")"));
     add(app.add_option("--dim", run.dim, "Model width"));
@@ -159,6 +167,7 @@ class RunOptions {
     run_.train.weight_decay_scope = posenc::parse_weight_decay_scope(decay_on_);
     run_.init = posenc::parse_init_scheme(init_);
     run_.precision = posenc::parse_precision(precision_);
+    run_.tokenizer.kind = posenc::parse_tokenizer_kind(tokenizer_);
     if (app_.count("--grad-clip") > 0) run_.train.max_grad_norm = grad_clip_;
     if (app_.count("--embedding-std") == 0) run_.embedding_std = posenc::default_embedding_std(run_.init);
   }
@@ -192,6 +201,7 @@ class RunOptions {
   std::string decay_on_ = std::string(posenc::weight_decay_scope_name(run_.train.weight_decay_scope));
   std::string init_ = std::string(posenc::init_scheme_name(run_.init));
   std::string precision_ = posenc::precision_name(run_.precision);
+  std::string tokenizer_ = std::string(posenc::tokenizer_name(run_.tokenizer.kind));
   double grad_clip_ = 1.0;
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, std::string>> keys_;  // option → its config.json key

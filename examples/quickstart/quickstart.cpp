@@ -12,7 +12,7 @@ namespace {
 
 // Mean loss over `batches` random validation batches (an estimate, as nanoGPT prints it).
 template <class Model>
-double estimate_val_loss(Model& model, const posenc::CharDataset& data, int batches) {
+double estimate_val_loss(Model& model, const posenc::TextDataset& data, int batches) {
   posenc::BatchSampler sampler(data.val(), 32, model.context(), /*seed=*/1, "validation split");
   posenc::Tokens x, y;
   double total = 0;
@@ -25,7 +25,7 @@ double estimate_val_loss(Model& model, const posenc::CharDataset& data, int batc
 
 // Samples `count` characters after `prompt`, re-reading at most the model's context each step.
 template <class Model>
-std::string sample(Model& model, const posenc::CharTokenizer& tok, const std::string& prompt,
+std::string sample(Model& model, const posenc::Tokenizer& tok, const std::string& prompt,
                    int count, double temperature, std::uint64_t seed) {
   posenc::Rng rng(seed);
   std::vector<posenc::TokenId> ids = tok.encode(prompt);
@@ -54,7 +54,7 @@ int main(int argc, char** argv) try {
   const int steps = argc > 2 ? std::stoi(argv[2]) : 300;
   if (steps <= 0) posenc::fail("quickstart: STEPS must be positive, got ", steps);
 
-  posenc::CharDataset data(posenc::read_text_file(path));
+  posenc::TextDataset data(posenc::read_text_file(path));
   posenc::RoPETransformer model(data.vocab_size(), /*context=*/128, /*seed=*/1337);
   posenc::AdamW<float> optimizer(model, {.lr = 1e-3});
   posenc::BatchSampler sampler(data.train(), /*batch=*/32, /*context=*/128, /*seed=*/1337);

@@ -80,17 +80,14 @@ struct SampleOptions {
   posenc::SamplingOptions sampling;
 };
 
-posenc::CharDataset make_dataset(const std::string& text, const std::string& path,
-                                 const posenc::CharTokenizer* vocabulary) {
+// The corpus at `path` in a checkpoint's tokens; an error names the file.
+posenc::TextDataset load_corpus(const std::string& path, const posenc::Tokenizer& tokenizer) {
+  const std::string text = posenc::read_text_file(path);
   try {
-    return vocabulary != nullptr ? posenc::CharDataset(text, *vocabulary) : posenc::CharDataset(text);
+    return posenc::TextDataset(text, tokenizer);
   } catch (const posenc::Error& e) {
     posenc::fail("data file '", path, "': ", e.what());
   }
-}
-
-posenc::CharDataset load_corpus(const std::string& path, const posenc::CharTokenizer* vocabulary) {
-  return make_dataset(posenc::read_text_file(path), path, vocabulary);
 }
 
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
@@ -109,6 +106,10 @@ void take_from_source(TrainOptions& options, const CLI::App& train_cmd) {
   agree("--layers", run.layers, info.layers);
   agree("--dim", run.dim, info.dim);
   agree("--heads", run.heads, info.heads);
+  if ((train_cmd.count("--tokenizer") > 0 || train_cmd.count("--vocab-size") > 0) &&
+      run.tokenizer != info.tokenizer.spec())
+    posenc::fail("--tokenizer ", posenc::to_string(run.tokenizer), " differs from the --init-from checkpoint's ",
+                 info.tokenizer.describe(), "; leave it out to take the checkpoint's");
   for (const char* option : {"--init", "--embedding-std"})
     if (train_cmd.count(option) > 0)
       posenc::fail(option, ": --init-from starts every tensor from the checkpoint; leave it out");
@@ -118,6 +119,7 @@ void take_from_source(TrainOptions& options, const CLI::App& train_cmd) {
   run.layers = info.layers;
   run.dim = info.dim;
   run.heads = info.heads;
+  run.tokenizer = info.tokenizer.spec();
   run.tie_weights = info.tie_weights;
   run.rope = info.rope;
   run.init_from.step = info.step;
@@ -187,25 +189,25 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  ", now ", digest, "); the run cannot continue on other data");
   config.data_digest = digest;
   if (!reads_corpus) config.data.clear();
-  // a fine-tuning run keeps its source's vocabulary, so every embedding row means the same symbol;
-  // resumed from a saved state, it takes the vocabulary from that state's checkpoint and needs no source
+  // a resumed run takes its tokenizer from its saved state's checkpoint, a fine-tuning run from its
+  // source, so every embedding row means the same token; a new run makes its own (bpe: trained here)
   std::optional<posenc::SafetensorsFile>& source_file = options.init_source;
   std::optional<posenc::CheckpointInfo> source;
-  std::optional<posenc::CharTokenizer> source_vocabulary;
-  if (!config.init_from.checkpoint.empty()) {
-    if (const auto saved = options.resume ? run.saved_step() : std::nullopt) {
-      const posenc::SafetensorsFile state = posenc::read_safetensors(run.checkpoint(*saved));
-      source_vocabulary.emplace(posenc::read_checkpoint_info(state).vocabulary);
-    } else {
-      if (!source_file) source_file = posenc::read_safetensors(config.init_from.checkpoint);  // other ranks
-      source = posenc::read_checkpoint_info(*source_file);
-      source_vocabulary.emplace(source->vocabulary);
-    }
+  std::optional<posenc::Tokenizer> saved_tokenizer;
+  if (const auto saved = options.resume ? run.saved_step() : std::nullopt) {
+    saved_tokenizer = posenc::read_checkpoint_info(posenc::read_safetensors(run.checkpoint(*saved))).tokenizer;
+  } else if (!config.init_from.checkpoint.empty()) {
+    if (!source_file) source_file = posenc::read_safetensors(config.init_from.checkpoint);  // other ranks
+    source = posenc::read_checkpoint_info(*source_file);
+    saved_tokenizer = source->tokenizer;
   }
-  const std::unique_ptr<posenc::TrainingData> training_data =
-      config.task ? posenc::make_training_data(config, text, source_vocabulary)
-                  : std::make_unique<posenc::CharDataset>(
-                        make_dataset(text, config.data, source_vocabulary ? &*source_vocabulary : nullptr));
+  std::unique_ptr<posenc::TrainingData> training_data;
+  try {
+    training_data = posenc::make_training_data(config, text, saved_tokenizer);
+  } catch (const posenc::Error& e) {
+    if (!reads_corpus) throw;
+    posenc::fail("data file '", config.data, "': ", e.what());
+  }
   const posenc::TrainingData& data = *training_data;
   if (const std::size_t control = posenc::control_byte_count(text); root && control > 0)
     std::fprintf(stderr,
@@ -213,7 +215,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                  "NUL; posenc models any bytes, but a character model of a binary file is rarely what was meant\n",
                  config.data.c_str(), control, text.size());
   posenc::check_training_memory(config, data.vocab_size());
-  if (const auto* corpus = dynamic_cast<const posenc::CharDataset*>(&data))
+  if (const auto* corpus = dynamic_cast<const posenc::TextDataset*>(&data))
     if (corpus->train().size() < config.train.context + 1 || corpus->val().size() < config.train.context + 1)
       posenc::fail("data file '", config.data, "' is too short: its training split has ", corpus->train().size(),
                    " and its validation split ", corpus->val().size(), " tokens; each needs at least context + 1 = ",
@@ -238,7 +240,9 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
                                : ", from " + config.init_from.checkpoint + " (step " +
                                      std::to_string(config.init_from.step) + ", context " +
                                      std::to_string(config.init_from.context) + ")";
-  const std::string on_task = config.task ? " on task " + posenc::to_string(*config.task) : "";
+  const std::string on_task = (config.task ? " on task " + posenc::to_string(*config.task) : "") +
+                              (config.tokenizer != posenc::TokenizerSpec{} ? ", tokens " + data.tokenizer().describe()
+                                                                           : "");
   // a resume with no state saved yet (its first save never finished) starts from step 0: say so
   const bool from_start = options.resume && !saved;
   if (root)
@@ -276,9 +280,15 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   if (!root) return 0;
   progress.line_break();
   const posenc::EvalRecord& last = records.back();
-  std::printf("done: step %lld, train loss %.4f, val loss %.4f (estimates), %.0f tokens/s, %s\n",
-              static_cast<long long>(last.step), last.train_loss, last.val_loss, last.tokens_per_second,
-              format_duration(last.elapsed_seconds).c_str());
+  // a model of other tokens than characters also in bits per byte, the scale any two compare on
+  const auto* corpus = dynamic_cast<const posenc::TextDataset*>(&data);
+  char bits[64] = "";
+  if (corpus != nullptr && config.tokenizer.kind == posenc::TokenizerKind::bpe)
+    std::snprintf(bits, sizeof bits, " = %.4f bits per byte",
+                  posenc::bits_per_byte(last.val_loss, corpus->bytes_per_target(posenc::Split::validation)));
+  std::printf("done: step %lld, train loss %.4f, val loss %.4f%s (estimates), %.0f tokens/s, %s\n",
+              static_cast<long long>(last.step), last.train_loss, last.val_loss, bits,
+              last.tokens_per_second, format_duration(last.elapsed_seconds).c_str());
   std::printf("final checkpoint: %s\n", run.final_model().c_str());
   return 0;
 }
@@ -286,7 +296,7 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
 // A checkpoint's model, as its metadata describes it, with the checkpoint's parameters.
 struct LoadedCheckpoint {
   posenc::CheckpointInfo info;
-  posenc::CharTokenizer tokenizer;
+  posenc::Tokenizer tokenizer;
   std::unique_ptr<posenc::AnyModel> model;
 };
 
@@ -299,7 +309,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path, const examples::RopeOp
     posenc::fail("--rope-base and --rope-scaling apply to rotary policies (",
                  posenc::name_list(posenc::rotary_policy_names()), "); this checkpoint's is ", info.policy);
   info.rope = rope.apply(info.rope);
-  posenc::CharTokenizer tokenizer(info.vocabulary);
+  posenc::Tokenizer tokenizer = info.tokenizer;
   auto model = examples::make_model({info.policy, info.layers, info.dim, info.heads},
                                     info.model_config(std::max(longest, info.max_context)));
   model->load_parameters(file);
@@ -312,20 +322,25 @@ std::string describe_rope(const posenc::CheckpointInfo& info) {
 
 // The validation loss at several lengths, in both protocols; a length a model cannot take (past
 // a learned table) is reported as not applicable, never clipped.
-void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::TextDataset& data,
                       const EvalOptions& o) {
+  const double val_bytes = data.bytes_per_target(posenc::Split::validation);
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
     std::printf(
-        "%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets)\n"
-        "%8s  %16s  %22s\n",
+        "%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets, %.3f bytes each: bits per "
+        "byte = loss / %.4f)\n%8s  %16s  %22s\n",
         examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(),
-        static_cast<long long>(info.step), info.context, data.val().size() - 1, "length", "non-overlapping",
-        "sliding window");
+        static_cast<long long>(info.step), info.context, data.val().size() - 1, val_bytes,
+        posenc::bits_per_byte(1, val_bytes) > 0 ? 1 / posenc::bits_per_byte(1, val_bytes) : 0.0, "length",
+        "non-overlapping", "sliding window");
   if (!o.json && info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
     nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride, o.per_position ? o.bins : 0);
+    for (const std::string key : {"non_overlapping", "sliding"})
+      if (row.contains(key) && row[key].is_number())
+        row[key + "_bits_per_byte"] = posenc::bits_per_byte(row[key].get<double>(), val_bytes);
     if (!o.json) {
       if (row.contains("note"))
         std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
@@ -349,7 +364,7 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
 }
 
 // The copy probe (posenc::copy_probe) on the validation split at each distance.
-void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::CharDataset& data,
+void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::TextDataset& data,
                   const EvalOptions& o) {
   for (const std::size_t n : o.copy_distances)  // every distance before the first is probed
     if (2 * n <= model.max_context()) {  // else its row says the model cannot take it
@@ -433,7 +448,7 @@ int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
     evaluate_task(model, checkpoint, o);
     return 0;
   }
-  const posenc::CharDataset data = load_corpus(o.data, &checkpoint.tokenizer);
+  const posenc::TextDataset data = load_corpus(o.data, checkpoint.tokenizer);
   if (!o.copy_distances.empty()) {
     probe_copies(model, info, data, o);
     return 0;
@@ -466,6 +481,14 @@ int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
   }
   result["train_loss"] = train_loss;
   result["val_loss"] = val_loss;
+  // bits per byte: the scale on which char, byte and BPE models compare
+  const double train_bytes = data.bytes_per_target(posenc::Split::train);
+  const double val_bytes = data.bytes_per_target(posenc::Split::validation);
+  result["tokenizer"] = posenc::tokenizer_name(checkpoint.tokenizer.kind());
+  result["vocab_size"] = checkpoint.tokenizer.vocab_size();
+  result["bytes_per_target"] = {{"train", train_bytes}, {"validation", val_bytes}};
+  result["train_bits_per_byte"] = posenc::bits_per_byte(train_loss, train_bytes);
+  result["val_bits_per_byte"] = posenc::bits_per_byte(val_loss, val_bytes);
   result["compute"] = examples::compute_json();
   if (o.json) {
     std::printf("%s\n", result.dump(2).c_str());
@@ -476,7 +499,9 @@ int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
                 static_cast<long long>(info.step), context,
                 o.estimate > 0 ? ("estimate over " + std::to_string(o.estimate) + " random batches").c_str()
                                : "every target once, non-overlapping windows");
-    std::printf("train loss %.4f\nval loss   %.4f\n", train_loss, val_loss);
+    std::printf("tokens: %s, %.3f bytes a token in validation\n", checkpoint.tokenizer.describe().c_str(), val_bytes);
+    std::printf("train loss %.4f (%.4f bits per byte)\nval loss   %.4f (%.4f bits per byte)\n", train_loss,
+                posenc::bits_per_byte(train_loss, train_bytes), val_loss, posenc::bits_per_byte(val_loss, val_bytes));
   }
   return 0;
 }
@@ -507,11 +532,10 @@ std::string describe_byte(const std::string& text, std::size_t i) {
 
 int sample(const SampleOptions& o, const examples::RopeOptions& rope) {
   const LoadedCheckpoint checkpoint = load_checkpoint(o.checkpoint, rope);
-  const posenc::CharTokenizer& tokenizer = checkpoint.tokenizer;
-  for (std::size_t i = 0; i < o.prompt.size(); ++i)
-    if (!tokenizer.contains(o.prompt[i]))
-      posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
-                   " is not in the checkpoint's vocabulary");
+  const posenc::Tokenizer& tokenizer = checkpoint.tokenizer;
+  if (const std::size_t i = tokenizer.first_unencodable(o.prompt); i != std::string::npos)
+    posenc::fail("--prompt: ", describe_byte(o.prompt, i), " at position ", i,
+                 " is not in the checkpoint's vocabulary");
   const std::vector<posenc::TokenId> prompt = tokenizer.encode(o.prompt);
   if (o.sampling.window > checkpoint.model->max_context())
     posenc::fail("--window ", o.sampling.window, " exceeds this ", checkpoint.info.policy, " model's maximum context (",
@@ -699,6 +723,7 @@ int main(int argc, char** argv) {
       run_options.apply();
       train_task.apply(t.run, *train_cmd);
       if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
+      t.run.tokenizer.validate();  // before anything is written
       t.run.rope = train_rope.apply(t.run.rope);
       if (!t.run.init_from.checkpoint.empty())
         t.run.rope = posenc::rope_for_fine_tuning(t.run.rope, t.run.init_from.context);

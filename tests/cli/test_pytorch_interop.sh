@@ -3,7 +3,8 @@
 # model at context 64, then checks that tools/posenc_torch.py (the model written independently in
 # PyTorch) gives the same full-pass losses as `shakespeare eval`, at the trained context and at
 # twice it (past training: T5's far buckets, FIRE's rows past its threshold, RoPE's unseen angles),
-# and models trained at randomized positions.
+# models trained at randomized positions, and byte and BPE tokens (the twin encodes the text with its
+# own tokenizer, so equal target counts and losses check its pre-split and merge order as well).
 # Where PyTorch is missing it skips (exit 77), or fails with `require` (the developer preset, which
 # CI runs: scripts/test.sh installs Debian's python3-torch).
 #   test_pytorch_interop.sh SHAKESPEARE_BINARY WORK_DIR [require]
@@ -28,25 +29,26 @@ policies="$("$bin" --list-posenc | cut -d' ' -f1)"
 [ -n "$policies" ] || { echo "shakespeare --list-posenc listed nothing"; exit 1; }
 rotary="$("$bin" --list-posenc | grep -F '[rotary' | cut -d' ' -f1)"
 [ -n "$rotary" ] || { echo "shakespeare --list-posenc marked no policy rotary"; exit 1; }
-# cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval's losses for RUN's model, each
-# given OPTIONS (RoPE scaling), queued beside the same evaluation for the PyTorch model; compare_all
-# runs the queue in one PyTorch process (whose start takes seconds) and checks each pair.
+# cross_check RUN POLICY CONTEXTS... [-- OPTIONS]: shakespeare eval's losses for RUN's model on $data
+# (corpus.txt unless set), each given OPTIONS (RoPE scaling), queued beside the same evaluation for
+# the PyTorch model; compare_all runs the queue in one PyTorch process (whose start takes seconds)
+# and checks each pair: losses and bits per byte, and the splits' target counts (their tokens).
 : > jobs.txt
 : > names.txt
 checks=0
 cross_check() {
-  local run="$1" policy="$2"
+  local run="$1" policy="$2" data="${data:-corpus.txt}"
   shift 2
   local contexts=() options=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do contexts+=("$1"); shift; done
   [ $# -gt 0 ] && shift && options=("$@")
   for context in "${contexts[@]}"; do
     checks=$((checks + 1))
-    "$bin" eval --checkpoint "$run/model.safetensors" --data corpus.txt --context "$context" --json "${options[@]}" |
+    "$bin" eval --checkpoint "$run/model.safetensors" --data "$data" --context "$context" --json "${options[@]}" |
       tr -d '\n' > "posenc-$checks.json"
     echo >> "posenc-$checks.json"
-    echo "$run/model.safetensors corpus.txt --context $context ${options[*]}" >> jobs.txt
-    echo "$run at context $context ${options[*]}" >> names.txt
+    echo "$run/model.safetensors $data --context $context ${options[*]}" >> jobs.txt
+    echo "$run on $data at context $context ${options[*]}" >> names.txt
   done
 }
 compare_all() {
@@ -58,8 +60,11 @@ compare_all() {
     if "$python" - "posenc-$i.json" <(sed -n "${i}p" torch.jsonl) <<'PY'
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-ok = all(abs(a[k] - b[k]) < 2e-5 for k in ("train_loss", "val_loss"))  # they agree to ~1e-6
-print(f"posenc {a['train_loss']:.6f} {a['val_loss']:.6f}  pytorch {b['train_loss']:.6f} {b['val_loss']:.6f}")
+keys = ("train_loss", "val_loss", "train_bits_per_byte", "val_bits_per_byte")
+ok = all(abs(a[k] - b[k]) < 2e-5 for k in keys)  # they agree to ~1e-6
+ok = ok and all(a[k] == b[k] for k in ("train_targets", "val_targets"))
+print("posenc", *(f"{a[k]:.6f}" for k in keys), a["val_targets"], " pytorch", *(f"{b[k]:.6f}" for k in keys),
+      b["val_targets"])
 sys.exit(0 if ok else 1)
 PY
     then
@@ -123,5 +128,18 @@ for policy in $policies; do
   "$bin" train --posenc "$policy" "${small_run[@]}" --random-positions 256 --out "$policy-random" > /dev/null 2>&1
   cross_check "$policy-random" "$policy" 64 256
 done
+# byte and BPE tokens, on the corpus and on text it lacks, whose validation part has every case of
+# the pre-split: UTF-8 (letters, to it), contractions, digits, runs of spaces, tabs and blank lines
+"$bin" train --posenc rope "${small_run[@]}" --tokenizer byte --out rope-byte > /dev/null 2>&1
+cross_check rope-byte rope 64
+"$bin" train --posenc rope "${small_run[@]}" --tokenizer bpe --vocab-size 300 --out rope-bpe > /dev/null 2>&1
+cross_check rope-bpe rope 64 128
+{
+  head -n 600 corpus.txt
+  for i in $(seq 30); do
+    printf "JULIET: it's 'tis they'll  be—café naïve %d,\t%d5 to  \n\n   ROMEO's 'TIS!! '\n" "$i" "$((i * 37))"
+  done
+} > mixed.txt
+data=mixed.txt cross_check rope-bpe rope 64
 compare_all
 finish

@@ -254,6 +254,52 @@ else
   failed "eval --estimate"
 fi
 
+# --- tokens: the checkpoint carries them; bits per byte compare any two ----------------------
+bpe=("${tiny[@]}" --data corpus.txt --tokenizer bpe --vocab-size 290)
+"$bin" train "${bpe[@]}" --steps 20 --out bpe-full > /dev/null 2>&1
+"$bin" train "${bpe[@]}" --steps 10 --out bpe-part > /dev/null 2>&1
+if "$bin" train --resume --steps 20 --out bpe-part > bpe-resume.log 2>&1 &&
+   cmp -s bpe-full/model.safetensors bpe-part/model.safetensors &&
+   python3 -c 'import json,sys; c=json.load(open("bpe-full/config.json")); sys.exit(0 if (c["tokenizer"], c["vocab_size"]) == ("bpe", 290) else 1)'; then
+  pass "a BPE run records its tokenizer in config.json and resumes to the uninterrupted run's model"
+else
+  failed "BPE train and resume: $(tail -3 bpe-resume.log)"
+fi
+"$bin" eval --checkpoint bpe-full/model.safetensors --data corpus.txt --json > bpe-eval.json
+"$bin" eval --checkpoint full/model.safetensors --data corpus.txt --json > char-eval.json
+if python3 - bpe-eval.json char-eval.json <<'PY'
+import json, math, sys
+bpe, char = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+per_byte = bpe["val_loss"] / bpe["bytes_per_target"]["validation"] / math.log(2)
+ok = bpe["tokenizer"] == "bpe" and bpe["vocab_size"] == 290 and bpe["bytes_per_target"]["validation"] > 1.5
+ok = ok and abs(bpe["val_bits_per_byte"] - per_byte) < 1e-12
+ok = ok and char["tokenizer"] == "char" and char["bytes_per_target"] == {"train": 1, "validation": 1}
+ok = ok and abs(char["val_bits_per_byte"] - char["val_loss"] / math.log(2)) < 1e-12
+sys.exit(0 if ok else 1)
+PY
+then
+  pass "eval reports bits per byte: nats per token over ln 2 and the bytes a token stands for (a char model's: 1)"
+else
+  failed "eval bits per byte: $(cat bpe-eval.json)"
+fi
+if "$bin" sample --checkpoint bpe-full/model.safetensors --prompt "ROMÉO:" --tokens 20 --seed 3 > bpe-sample.txt &&
+   [ "$(head -c 7 bpe-sample.txt)" = "ROMÉO:" ]; then
+  pass "a BPE model samples after a prompt of any bytes, the corpus's or not"
+else
+  failed "BPE sample: $(cat bpe-sample.txt)"
+fi
+expect_error "--tokenizer bpe without a vocabulary size" "tokenizer bpe needs a vocabulary size above the 256 bytes" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --tokenizer bpe --out bad-bpe
+expect_error "--vocab-size without bpe" "--vocab-size applies to tokenizer bpe" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --vocab-size 300 --out bad-bpe
+expect_error "a BPE vocabulary larger than the corpus yields" "data file 'corpus.txt': BpeTokenizer: the corpus has no pair" \
+  "$bin" train "${tiny[@]}" --data corpus.txt --tokenizer bpe --vocab-size 5000 --out bad-bpe
+expect_error "a task in BPE tokens" "task copy scores characters: train it with --tokenizer char or byte" \
+  "$bin" train "${tiny[@]}" --task copy --task-lengths 1-4 --tokenizer bpe --vocab-size 300 --out bad-bpe
+expect_error "fine-tuning a BPE checkpoint in other tokens" "differs from the --init-from checkpoint's bpe (290 tokens)" \
+  "$bin" train --init-from bpe-full/model.safetensors --tokenizer char --context 32 --steps 5 --out bad-bpe
+[ ! -e bad-bpe ] && pass "refused tokenizer settings write nothing" || failed "a refused tokenizer setting wrote bad-bpe"
+
 "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 > cached.txt
 "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 --no-cache > uncached.txt
 if cmp -s cached.txt uncached.txt && [ "$(head -c 6 cached.txt)" = "ROMEO:" ] && [ "$(wc -c < cached.txt)" -ge 67 ]; then

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 int main() {
-  posenc::CharDataset data("to be or not to be, that is the question. to be or not to be.");
+  posenc::TextDataset data("to be or not to be, that is the question. to be or not to be.");
   posenc::CharTransformer<posenc::RoPE, 2, 32, 4> model(data.vocab_size(), 16, /*seed=*/7);
   posenc::AdamW<float> optimizer(model, {.lr = 3e-3});
   posenc::BatchSampler sampler(data.train(), 8, 16, /*seed=*/7);

@@ -1,4 +1,5 @@
-// libFuzzer target for parse_safetensors: any bytes must parse or throw posenc::Error, and never crash.
+// libFuzzer target for parse_safetensors and a checkpoint's metadata (its tokenizer above all): any bytes must parse
+// or throw posenc::Error, and never crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -6,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include <posenc/io/checkpoint.hpp>
 #include <posenc/io/safetensors.hpp>
 
 namespace {
@@ -55,6 +57,11 @@ void check(std::string_view bytes) {
       }
     }
     if (all_f32) check_round_trip(file);
+    // a checkpoint's description: a tokenizer that reads back must round-trip text it can encode
+    const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+    const std::string text = "the king's café 1599\n";
+    if (info.tokenizer.first_unencodable(text) == std::string::npos)
+      require(info.tokenizer.decode(info.tokenizer.encode(text)) == text);
   } catch (const posenc::Error&) {
     // Refusing bad input is the expected outcome; any other exception escapes and crashes.
   }

@@ -62,12 +62,12 @@ class BatchStream {
   virtual Rng& rng() = 0;
 };
 
-// What a training run learns from: a corpus's windows (CharDataset) or a task's examples
+// What a training run learns from: a corpus's windows (TextDataset) or a task's examples
 // (TaskData), in the symbols of one tokenizer.
 class TrainingData {
  public:
   virtual ~TrainingData() = default;
-  virtual const CharTokenizer& tokenizer() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
   std::size_t vocab_size() const { return tokenizer().vocab_size(); }
   // A stream of `batch` sequences of at most `context` inputs each from `split`, seeded by `seed`.
   virtual std::unique_ptr<BatchStream> batches(Split split, std::size_t batch, std::size_t context,

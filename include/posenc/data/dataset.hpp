@@ -1,4 +1,4 @@
-// CharDataset and BatchSampler: a tokenized corpus split 90/10 into train and validation, and a seeded window sampler.
+// TextDataset and BatchSampler: a tokenized corpus split 90/10 into train and validation, and a seeded window sampler.
 #pragma once
 
 #include <cstddef>
@@ -89,28 +89,42 @@ class BatchSampler final : public BatchStream {
   Rng rng_;
 };
 
-class CharDataset final : public TrainingData {
+// A corpus as tokens: its bytes cut at train_fraction into a training and a validation part, each
+// encoded on its own (so a BPE chunk never straddles the cut, and every tokenizer scores the same
+// validation bytes), with how many bytes each part's targets stand for (bits per byte).
+class TextDataset final : public TrainingData {
  public:
-  // The first train_fraction of the corpus trains, the rest validates.
-  explicit CharDataset(std::string_view corpus, double train_fraction = 0.9)
-      : CharDataset(corpus, CharTokenizer::from_corpus(corpus), train_fraction) {}
+  // Characters: the corpus's distinct bytes, one token each.
+  explicit TextDataset(std::string_view corpus, double train_fraction = 0.9)
+      : TextDataset(corpus, TokenizerSpec{}, train_fraction) {}
 
-  // The corpus encoded with a given vocabulary (a checkpoint's); a byte outside it is an error.
-  CharDataset(std::string_view corpus, CharTokenizer tokenizer, double train_fraction = 0.9)
+  // The tokenizer `spec` asks for: char from the whole corpus (a validation byte is always in the
+  // vocabulary), bpe trained on the training part only.
+  TextDataset(std::string_view corpus, const TokenizerSpec& spec, double train_fraction = 0.9)
+      : TextDataset(corpus, make_tokenizer(corpus, spec, train_fraction), train_fraction) {}
+
+  // The corpus encoded with a given tokenizer (a checkpoint's); for char, a byte outside its
+  // vocabulary is an error.
+  TextDataset(std::string_view corpus, Tokenizer tokenizer, double train_fraction = 0.9)
       : tokenizer_(std::move(tokenizer)) {
-    if (corpus.empty()) fail("CharDataset: the corpus is empty; expected at least one byte");
-    if (!(train_fraction > 0 && train_fraction < 1))
-      fail("CharDataset: train_fraction must lie in (0, 1), got ", train_fraction);
-    const std::vector<TokenId> all = tokenizer_.encode(corpus);
-    const auto n_train = static_cast<std::size_t>(static_cast<double>(all.size()) * train_fraction);
-    train_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_train));
-    val_.assign(all.begin() + static_cast<std::ptrdiff_t>(n_train), all.end());
+    const std::size_t cut = train_bytes(corpus, train_fraction);
+    train_ = tokenizer_.encode(corpus.substr(0, cut));
+    val_ = tokenizer_.encode(corpus.substr(cut));
   }
 
-  const CharTokenizer& tokenizer() const override { return tokenizer_; }
+  const Tokenizer& tokenizer() const override { return tokenizer_; }
   const std::vector<TokenId>& train() const { return train_; }
   const std::vector<TokenId>& val() const { return val_; }
   const std::vector<TokenId>& split(Split which) const { return which == Split::train ? train_ : val_; }
+
+  // The mean bytes a scored target of the split stands for: its tokens after the first (every
+  // evaluation's targets) decoded, over their count; 1 for char and byte.
+  double bytes_per_target(Split which) const {
+    const std::vector<TokenId>& tokens = split(which);
+    if (tokens.size() < 2) return 1;
+    const std::size_t bytes = tokenizer_.byte_count(tokens.data() + 1, tokens.data() + tokens.size());
+    return static_cast<double>(bytes) / static_cast<double>(tokens.size() - 1);
+  }
 
   // Windows of `context` tokens from the split (a BatchSampler).
   std::unique_ptr<BatchStream> batches(Split which, std::size_t batch, std::size_t context,
@@ -119,9 +133,32 @@ class CharDataset final : public TrainingData {
   }
 
  private:
-  CharTokenizer tokenizer_;
+  static std::size_t train_bytes(std::string_view corpus, double train_fraction) {
+    if (corpus.empty()) fail("TextDataset: the corpus is empty; expected at least one byte");
+    if (!(train_fraction > 0 && train_fraction < 1))
+      fail("TextDataset: train_fraction must lie in (0, 1), got ", train_fraction);
+    return static_cast<std::size_t>(static_cast<double>(corpus.size()) * train_fraction);
+  }
+  static Tokenizer make_tokenizer(std::string_view corpus, const TokenizerSpec& spec, double train_fraction) {
+    if (spec.kind == TokenizerKind::character) return Tokenizer::make(spec, corpus);
+    return Tokenizer::make(spec, corpus.substr(0, train_bytes(corpus, train_fraction)));
+  }
+
+  Tokenizer tokenizer_;
   std::vector<TokenId> train_;
   std::vector<TokenId> val_;
 };
+
+// How many bytes a target of each split stands for, on average.
+struct BytesPerTarget {
+  double train = 1, validation = 1;
+  bool operator==(const BytesPerTarget&) const = default;
+};
+
+// Bits per byte of a loss in nats per target whose targets stand for `bytes_per_target` bytes
+// each: the scale on which char, byte and BPE models, and any two corpora, compare.
+inline double bits_per_byte(double nats_per_target, double bytes_per_target) {
+  return nats_per_target / (bytes_per_target * 0.69314718055994530942);
+}
 
 }  // namespace posenc

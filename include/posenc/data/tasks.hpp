@@ -15,6 +15,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/data/batches.hpp"
+#include "posenc/data/char_tokenizer.hpp"
 #include "posenc/data/tokenizer.hpp"
 #include "posenc/random.hpp"
 #include "posenc/tensor.hpp"
@@ -182,7 +183,7 @@ class Task {
   static constexpr std::string_view passkey_needle_end = ". Remember it.\n";
   static constexpr std::string_view passkey_question = "\nWhat is the pass key? The pass key is ";
 
-  // passkey hides its key in `corpus`, cut 90/10 as CharDataset cuts it (training examples from
+  // passkey hides its key in `corpus`, cut 90/10 as TextDataset cuts it (training examples from
   // the first part, validation ones from the rest); the other tasks take no corpus.
   explicit Task(TaskKind kind, std::string_view corpus = {}) : kind_(kind), tokenizer_(symbols(kind, corpus)) {
     if (task_info(kind).reads_corpus) {
@@ -234,12 +235,18 @@ class Task {
            task_info(kind_).length, kind_ == TaskKind::passkey ? ", the corpus's validation part" : "", ")");
   }
 
-  // Throws posenc::Error naming a symbol of the task's that `vocabulary` (a model's) lacks.
-  void check_vocabulary(const CharTokenizer& vocabulary) const {
-    for (const char c : tokenizer_.symbols())
-      if (!vocabulary.contains(c))
-        fail("task ", name(), ": the vocabulary lacks the symbol '", std::string(1, c), "' (byte ",
-             static_cast<int>(static_cast<unsigned char>(c)), ") the task uses");
+  // Throws posenc::Error unless `tokenizer` (a model's) gives each of the task's symbols a token
+  // of its own: a char vocabulary that holds them all, or the bytes. BPE tokens would join the
+  // characters the target mask scores one by one.
+  void check_vocabulary(const Tokenizer& tokenizer) const {
+    if (tokenizer.kind() == TokenizerKind::bpe)
+      fail("task ", name(), " scores its answers character by character; it needs tokenizer char or byte, not ",
+           tokenizer.describe());
+    if (const std::size_t at = tokenizer.first_unencodable(tokenizer_.symbols()); at != std::string_view::npos) {
+      const char c = tokenizer_.symbols()[at];
+      fail("task ", name(), ": the vocabulary lacks the symbol '", std::string(1, c), "' (byte ",
+           static_cast<int>(static_cast<unsigned char>(c)), ") the task uses");
+    }
   }
 
   // An example of length n, drawn from rng; passkey takes its text from `split`'s part of the corpus.
@@ -358,7 +365,7 @@ inline std::size_t task_context(const TaskSpec& spec) { return Task::sequence_le
 
 // Examples in a batch: sequences padded to the longest, inputs (B,T) and targets (B,T) — T one less
 // than the longest's characters — and a mask that scores the answers' characters only.
-inline void fill_task_batch(Batch& batch, const std::vector<TaskExample>& examples, const CharTokenizer& tokenizer) {
+inline void fill_task_batch(Batch& batch, const std::vector<TaskExample>& examples, const Tokenizer& tokenizer) {
   std::size_t longest = 0;
   for (const TaskExample& e : examples) longest = std::max(longest, e.text.size());
   const std::size_t B = examples.size(), T = longest - 1;
@@ -383,7 +390,7 @@ inline void fill_task_batch(Batch& batch, const std::vector<TaskExample>& exampl
 // generator.
 class TaskStream final : public BatchStream {
  public:
-  TaskStream(const Task& task, const CharTokenizer& tokenizer, TaskLengths lengths, Split split, std::size_t batch,
+  TaskStream(const Task& task, const Tokenizer& tokenizer, TaskLengths lengths, Split split, std::size_t batch,
              std::uint64_t seed)
       : task_(&task), tokenizer_(&tokenizer), lengths_(lengths), split_(split), batch_(batch), rng_(seed) {
     if (batch == 0) fail("TaskStream: batch size must be positive");
@@ -400,7 +407,7 @@ class TaskStream final : public BatchStream {
 
  private:
   const Task* task_;
-  const CharTokenizer* tokenizer_;
+  const Tokenizer* tokenizer_;
   TaskLengths lengths_;
   Split split_;
   std::size_t batch_;
@@ -413,15 +420,15 @@ class TaskStream final : public BatchStream {
 class TaskData final : public TrainingData {
  public:
   TaskData(Task task, TaskLengths lengths) : TaskData(std::move(task), lengths, std::nullopt) {}
-  TaskData(Task task, TaskLengths lengths, std::optional<CharTokenizer> vocabulary)
-      : task_(std::move(task)), lengths_(lengths), tokenizer_(vocabulary ? *vocabulary : task_.tokenizer()) {
+  TaskData(Task task, TaskLengths lengths, std::optional<Tokenizer> vocabulary)
+      : task_(std::move(task)), lengths_(lengths), tokenizer_(vocabulary ? *vocabulary : Tokenizer(task_.tokenizer())) {
     task_.check(lengths);
     task_.check_vocabulary(tokenizer_);
   }
 
   const Task& task() const { return task_; }
   const TaskLengths& lengths() const { return lengths_; }
-  const CharTokenizer& tokenizer() const override { return tokenizer_; }
+  const Tokenizer& tokenizer() const override { return tokenizer_; }
   // The inputs of the longest example: the context a model needs to train on the range.
   std::size_t context() const { return task_context({task_.kind(), lengths_}); }
 
@@ -436,7 +443,7 @@ class TaskData final : public TrainingData {
  private:
   Task task_;
   TaskLengths lengths_;
-  CharTokenizer tokenizer_;
+  Tokenizer tokenizer_;
 };
 
 }  // namespace posenc

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,7 +63,7 @@ inline RopeScaling rope_scaling_from_json(const nlohmann::json& j, std::string_v
 struct CheckpointInfo {
   std::string policy;
   std::size_t layers = 0, dim = 0, heads = 0, context = 0, max_context = 0;
-  std::string vocabulary;  // the symbols (bytes) in id order
+  Tokenizer tokenizer;  // metadata "tokenizer" (absent: char) with "vocab" (char) or "merges" (byte, bpe)
   std::int64_t step = 0;
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;  // of the training GEMMs; the parameters are F32 either way
@@ -73,7 +74,7 @@ struct CheckpointInfo {
   // The configuration of the model the checkpoint holds, accepting sequences up to max_context
   // (0: the model's default).
   ModelConfig model_config(std::size_t max_context_wanted = 0) const {
-    return ModelConfig{.vocab_size = vocabulary.size(), .context = context,
+    return ModelConfig{.vocab_size = tokenizer.vocab_size(), .context = context,
                        .max_context = max_context_wanted != 0 ? max_context_wanted : max_context,
                        .tie_weights = tie_weights, .rope = rope, .position_range = position_range};
   }
@@ -88,17 +89,38 @@ inline std::string vocabulary_to_json(const std::string& symbols) {
   return bytes.dump();
 }
 
-inline std::string vocabulary_from_json(const std::string& text, const std::string& source) {
+inline std::string vocabulary_from_json(const std::string& text) {
   nlohmann::json bytes = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!bytes.is_array() || bytes.empty())
-    fail("checkpoint '", source, "': metadata 'vocab' is not a non-empty JSON array of byte values");
+  if (!bytes.is_array() || bytes.empty()) fail("is not a non-empty JSON array of byte values");
   std::string symbols;
   for (const auto& b : bytes) {
     if (!b.is_number_integer() || b.get<long long>() < 0 || b.get<long long>() > 255)
-      fail("checkpoint '", source, "': metadata 'vocab' holds ", b.dump(), ", not a byte value 0..255");
+      fail("holds ", b.dump(), ", not a byte value 0..255");
     symbols.push_back(static_cast<char>(b.get<int>()));
   }
   return symbols;
+}
+
+// BPE's merges as a JSON array of [left, right] token pairs, token 256 + i being merge i.
+inline std::string merges_to_json(const std::vector<BpeMerge>& merges) {
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const BpeMerge& m : merges) pairs.push_back({m.left, m.right});
+  return pairs.dump();
+}
+
+inline std::vector<BpeMerge> merges_from_json(const std::string& text) {
+  const nlohmann::json pairs = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!pairs.is_array()) fail("is not a JSON array of token pairs");
+  std::vector<BpeMerge> merges;
+  for (const auto& pair : pairs) {
+    const auto token = [](const nlohmann::json& t) {
+      return t.is_number_integer() && t.get<long long>() >= 0 && t.get<long long>() < (1LL << 30);
+    };
+    if (!pair.is_array() || pair.size() != 2 || !token(pair[0]) || !token(pair[1]))
+      fail("holds ", pair.dump(), ", not a pair of token ids");
+    merges.push_back({pair[0].get<TokenId>(), pair[1].get<TokenId>()});
+  }
+  return merges;
 }
 
 inline const std::string& metadata_field(const SafetensorsFile& file, const std::string& key) {
@@ -123,6 +145,59 @@ inline std::uint64_t metadata_number(const SafetensorsFile& file, const std::str
   return value;
 }
 
+// The tokenizer a checkpoint stores; one written before BPE existed has no "tokenizer" entry and
+// is char.
+inline Tokenizer read_tokenizer(const SafetensorsFile& file) {
+  const auto entry = file.metadata().find("tokenizer");
+  TokenizerKind kind = TokenizerKind::character;
+  if (entry != file.metadata().end()) {
+    try {
+      kind = parse_tokenizer_kind(entry->second);
+    } catch (const Error& e) {
+      fail("checkpoint '", file.source(), "': metadata 'tokenizer': ", e.what());
+    }
+  }
+  if (kind == TokenizerKind::character) {
+    const std::string& vocab = metadata_field(file, "vocab");
+    std::string symbols;
+    try {
+      symbols = vocabulary_from_json(vocab);
+    } catch (const Error& e) {
+      fail("checkpoint '", file.source(), "': metadata 'vocab' ", e.what());
+    }
+    try {
+      return CharTokenizer(symbols);
+    } catch (const Error& e) {
+      fail("checkpoint '", file.source(), "': metadata 'vocab': ", e.what());
+    }
+  }
+  const std::string& merge_list = metadata_field(file, "merges");
+  std::vector<BpeMerge> merges;
+  try {
+    merges = merges_from_json(merge_list);
+  } catch (const Error& e) {
+    fail("checkpoint '", file.source(), "': metadata 'merges' ", e.what());
+  }
+  Tokenizer tokenizer;
+  try {
+    tokenizer = BpeTokenizer(std::move(merges));
+  } catch (const Error& e) {
+    fail("checkpoint '", file.source(), "': metadata 'merges': ", e.what());
+  }
+  if (tokenizer.kind() != kind)
+    fail("checkpoint '", file.source(), "': metadata 'tokenizer' says ", tokenizer_name(kind), " but 'merges' holds ",
+         tokenizer.byte_pairs()->merges().size(), " merges");
+  return tokenizer;
+}
+
+inline void write_tokenizer(SafetensorsWriter& writer, const Tokenizer& tokenizer) {
+  writer.add_metadata("tokenizer", std::string(tokenizer_name(tokenizer.kind())));
+  if (const CharTokenizer* characters = tokenizer.characters())
+    writer.add_metadata("vocab", vocabulary_to_json(characters->symbols()));
+  else
+    writer.add_metadata("merges", merges_to_json(tokenizer.byte_pairs()->merges()));
+}
+
 }  // namespace detail
 
 // Reads and checks the model description in a checkpoint's metadata.
@@ -137,7 +212,7 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
   info.heads = detail::metadata_number(file, "heads");
   info.context = detail::metadata_number(file, "context");
   info.max_context = detail::metadata_number(file, "max_context");
-  info.vocabulary = detail::vocabulary_from_json(detail::metadata_field(file, "vocab"), file.source());
+  info.tokenizer = detail::read_tokenizer(file);
   info.step = static_cast<std::int64_t>(detail::metadata_number(file, "step"));
   info.seed = detail::metadata_number(file, "seed");
   // checkpoints written before bf16 training existed have no entry: they were trained in fp32
@@ -171,7 +246,7 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
 // description and the caller's metadata (a trainer's settings); to a temporary file renamed into
 // place.
 template <class Model>
-void save_checkpoint(const std::string& path, const Model& model, const CharTokenizer& tokenizer,
+void save_checkpoint(const std::string& path, const Model& model, const Tokenizer& tokenizer,
                      std::int64_t step, std::uint64_t seed,
                      const std::map<std::string, std::string>& extra_metadata = {}) {
   if (tokenizer.vocab_size() != model.vocab_size())
@@ -185,7 +260,7 @@ void save_checkpoint(const std::string& path, const Model& model, const CharToke
   writer.add_metadata("heads", std::to_string(Model::heads));
   writer.add_metadata("context", std::to_string(model.context()));
   writer.add_metadata("max_context", std::to_string(model.max_context()));
-  writer.add_metadata("vocab", detail::vocabulary_to_json(tokenizer.symbols()));
+  detail::write_tokenizer(writer, tokenizer);
   writer.add_metadata("step", std::to_string(step));
   writer.add_metadata("seed", std::to_string(seed));
   writer.add_metadata("precision", precision_name(model.config().precision));

@@ -123,7 +123,7 @@ inline std::string canonical_grid_value(const std::string& name, const std::stri
 // unless the point sets embedding_std too, as --init does on a command line without --embedding-std.
 inline RunConfig with_setting(const RunConfig& run, const GridPoint& point, std::string_view option = "--grid") {
   if (point.values.empty()) return run;
-  nlohmann::json j = to_json(run);
+  nlohmann::json j = complete_json(run);  // with vocab_size, which a point's tokenizer=bpe uses
   for (const auto& [name, value] : point.values) {
     if (!grid_may_set(name))
       fail(option, " ", name, ": not a setting a grid can cross (it may set any key of a run's config.json but ",

@@ -29,7 +29,7 @@ struct SettingComparison {
   std::string variant;
   std::string setting, baseline;  // setting_label()
   std::vector<std::uint64_t> seeds;
-  std::vector<double> val, baseline_val;  // final validation losses, by seed
+  std::vector<double> val, baseline_val;  // final validation losses (or bits per byte: GridSummary), by seed
   double mean_difference = 0;             // mean of val − baseline_val
   std::optional<stats::TTest> test;       // paired
   std::optional<double> p_holm;           // Holm-adjusted over every comparison of the summary
@@ -53,7 +53,16 @@ struct GridSummary {
   std::vector<std::pair<GridPoint, StudySummary>> settings;  // the variants compared within each point
   std::vector<SettingComparison> across;                      // each variant, comparison_pairs' order
   std::vector<TaskSettingComparison> task_across;             // a task's: by band, then as `across`
+  // Whether `across` compares bits per byte, not nats: a grid that crosses the tokens, whose nats
+  // per token are not one scale.
+  bool in_bits_per_byte = false;
 };
+
+inline bool grid_crosses_tokens(const StudyDesign& d) {
+  for (const GridPoint& point : study_points(d))
+    if (point.sets("tokenizer") || point.sets("vocab_size")) return true;
+  return false;
+}
 
 // A point's name in a summary: its settings, or for the empty point of a listed grid the study's own.
 inline std::string setting_label(const GridPoint& point) {
@@ -173,6 +182,7 @@ inline void compare_task_across(GridSummary& g, const StudyDesign& design) {
 inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<RunRecord>& records) {
   GridSummary g;
   g.design = design;
+  g.in_bits_per_byte = grid_crosses_tokens(design);
   const std::vector<std::string> names = grid_setting_names(design);
   for (const GridPoint& point : study_points(design)) {
     const StudyDesign at = design_at(design, point);
@@ -187,7 +197,8 @@ inline GridSummary summarize_grid(const StudyDesign& design, const std::vector<R
       std::map<std::uint64_t, double> val;
       for (const VariantSummary& v : s.variants)
         if (v.variant == variant)
-          for (std::size_t i = 0; i < v.seeds.size(); ++i) val[v.seeds[i]] = v.val[i];
+          for (std::size_t i = 0; i < v.seeds.size(); ++i)
+            val[v.seeds[i]] = g.in_bits_per_byte ? v.val_bits_per_byte[i] : v.val[i];
       return val;
     };
     for (const auto& [k, base] : comparison_pairs(design)) {
@@ -233,13 +244,14 @@ inline nlohmann::json grid_summary_json(const GridSummary& g) {
                         {"summary", summary_json(summary)}});
   }
   nlohmann::json across = nlohmann::json::array();
+  const std::string metric = g.in_bits_per_byte ? "val_bits_per_byte" : "val_loss";
   for (const SettingComparison& c : g.across)
     across.push_back({{"variant", c.variant},
                       {"setting", c.setting},
                       {"baseline", c.baseline},
                       {"seeds", c.seeds},
-                      {"val_loss", c.val},
-                      {"baseline_val_loss", c.baseline_val},
+                      {metric, c.val},
+                      {"baseline_" + metric, c.baseline_val},
                       {"mean_difference", c.val.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.mean_difference)},
                       {"paired_t_test", c.test ? nlohmann::json{{"t", c.test->t}, {"df", c.test->df}, {"p", c.test->p},
                                                                 {"p_holm", detail::optional_json(c.p_holm)}}
@@ -360,16 +372,20 @@ inline std::string grid_summary_markdown(const GridSummary& g) {
   for (const GridAxis& axis : g.design.grid)
     md << "- `" << axis.name << "`: " << detail::join(axis.values, ", ") << "\n";
   for (const GridPoint& point : g.design.grid_list) md << "- `" << point.label() << "`\n";
-  md << "\nEvery variant × seed at each of the " << g.settings.size()
-     << " settings" << (g.design.grid_list.empty() ? "" : " (the study's own and each listed point)")
+  md << "\nEvery variant × seed at each of the " << g.settings.size() << " settings"
+     << (g.design.grid_list.empty() ? "" : " (the study's own and each listed point)")
      << ". First each variant across the settings, against "
      << (g.design.grid_list.empty() ? "`" + g.settings.front().first.label() + "`" : "the study's own settings")
      << (g.design.grid.size() > 1 ? " and against each setting one axis away (that axis at its first value)" : "")
-     << " (paired by seed; p-values Holm-adjusted over the table's " << tests << " tests), then each setting's "
+     << " (paired by seed; p-values Holm-adjusted over the table's " << tests
+     << " tests), then each setting's "
         "own summary.\n\n"
      << detail::overview_markdown(g) << "## Each variant across the settings\n\n"
-     << "| variant | setting | against | n | val loss | baseline val loss (same seeds) | difference | paired t | p "
-        "| p (Holm) |\n"
+     << (g.in_bits_per_byte ? "The settings differ in their tokens, so they compare in validation bits per byte.\n\n"
+                            : "")
+     << "| variant | setting | against | n | " << (g.in_bits_per_byte ? "val bits/byte" : "val loss") << " | baseline "
+     << (g.in_bits_per_byte ? "val bits/byte" : "val loss")
+     << " (same seeds) | difference | paired t | p | p (Holm) |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SettingComparison& c : g.across) {
     md << "| " << c.variant << " | " << c.setting << " | " << c.baseline << " | " << c.val.size() << " | ";

@@ -37,6 +37,9 @@ struct RunRecord {
   // only in their draws).
   double final_train_loss = 0;
   double final_val_loss = 0;
+  // How many bytes a target of each split stands for: 1 for char and byte tokens (and a task's
+  // characters), BPE's mean bytes a token; the final losses over them are bits per byte.
+  BytesPerTarget bytes_per_target;
   double wall_seconds = 0;
   double tokens_per_second = 0;
   std::string checkpoint;
@@ -80,6 +83,8 @@ struct RunRecord {
                                           : RopeScaling{};
   }
   double generalization_gap() const { return final_val_loss - final_train_loss; }
+  double final_train_bits_per_byte() const { return bits_per_byte(final_train_loss, bytes_per_target.train); }
+  double final_val_bits_per_byte() const { return bits_per_byte(final_val_loss, bytes_per_target.validation); }
   const std::string& variant() const { return config.posenc; }
   std::uint64_t seed() const { return config.train.seed; }
   std::int64_t steps() const { return config.train.steps; }
@@ -105,6 +110,9 @@ inline nlohmann::json to_json(const RunRecord& r) {
           {"final_train_loss", r.final_train_loss},
           {"final_val_loss", r.final_val_loss},
           {"generalization_gap", r.generalization_gap()},
+          {"bytes_per_target", {{"train", r.bytes_per_target.train}, {"validation", r.bytes_per_target.validation}}},
+          {"final_train_bits_per_byte", r.final_train_bits_per_byte()},
+          {"final_val_bits_per_byte", r.final_val_bits_per_byte()},
           {"wall_seconds", r.wall_seconds},
           {"tokens_per_second", r.tokens_per_second},
           {"checkpoint", r.checkpoint},
@@ -119,6 +127,9 @@ inline RunRecord run_record_from_json(const nlohmann::json& j) {
   for (const auto& e : j.at("curve")) r.curve.push_back(eval_record_from_json(e));
   r.final_train_loss = j.at("final_train_loss").get<double>();
   r.final_val_loss = j.at("final_val_loss").get<double>();
+  if (j.contains("bytes_per_target"))  // absent: a record from before BPE, of characters
+    r.bytes_per_target = {j.at("bytes_per_target").at("train").get<double>(),
+                          j.at("bytes_per_target").at("validation").get<double>()};
   r.wall_seconds = j.at("wall_seconds").get<double>();
   r.tokens_per_second = j.at("tokens_per_second").get<double>();
   r.checkpoint = j.at("checkpoint").get<std::string>();

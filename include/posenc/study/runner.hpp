@@ -83,31 +83,40 @@ class StudyRunner {
   StudyRunner(StudyDesign design, std::filesystem::path out, const std::string& corpus, MakeModel make_model)
       : design_(validated(std::move(design))),
         paths_{std::move(out)},
-        data_(make_training_data(design_.run, corpus)),
-        corpus_(dynamic_cast<const CharDataset*>(data_.get())),
-        task_data_(dynamic_cast<const TaskData*>(data_.get())),
         digest_(design_.run.reads_corpus() ? corpus_digest(corpus) : std::string()),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
-    if (task_data_) {
+    // the data of each tokenizer the runs use, made once (a BPE tokenizer is trained here)
+    for (const RunSpec& spec : plan_) {
+      const RunConfig c = config(spec);
+      if (find_data(c.tokenizer) == nullptr) {
+        try {
+          data_.emplace_back(c.tokenizer, make_training_data(c, corpus));
+        } catch (const Error& e) {
+          fail("run ", spec.id(), ": ", e.what());
+        }
+      }
+    }
+    if (const auto* task = data_.empty() ? nullptr : dynamic_cast<const TaskData*>(data_.front().second.get())) {
       const std::vector<std::size_t> tested = tested_task_lengths(design_);
-      task_data_->task().check({tested.front(), tested.back()});
-      if (task_data_->context() > design_.run.train.context)
+      task->task().check({tested.front(), tested.back()});
+      if (task->context() > design_.run.train.context)
         fail("--context ", design_.run.train.context, ": task ", to_string(*design_.run.task),
-             " has examples of up to ", task_data_->context(), " inputs; leave --context out to train on all of them");
+             " has examples of up to ", task->context(), " inputs; leave --context out to train on all of them");
     }
     // Each configuration trains, as far as its memory, settings and size go: a grid value out of
     // range or a size the program is not built for fails here, not hours later when its runs start.
     std::vector<RunConfig> checked;
     for (const RunSpec& spec : plan_) {
       RunConfig c = config(spec);
-      check_training_memory(c, data_->vocab_size());
+      const std::size_t vocab_size = data(c).vocab_size();
+      check_training_memory(c, vocab_size);
       if (spec.fine_tune) continue;  // its settings are its base run's, but for the context and steps
       c.train.seed = 0;
       if (std::find(checked.begin(), checked.end(), c) != checked.end()) continue;
       try {
         c.train.check();
-        make_model_(c.shape(), c.model_config(data_->vocab_size()));
+        make_model_(c.shape(), c.model_config(vocab_size));
       } catch (const Error& e) {
         fail("run ", spec.id(), ": ", e.what());
       }
@@ -211,7 +220,8 @@ class StudyRunner {
     }
     const bool saved = start_or_resume(run, config);
 
-    const auto model = make_model_(config.shape(), config.model_config(data_->vocab_size()));
+    const TrainingData& data = this->data(config);
+    const auto model = make_model_(config.shape(), config.model_config(data.vocab_size()));
     if (spec.fine_tune && !saved) {  // a resumed run's state replaces it
       const SafetensorsFile source = read_safetensors(config.init_from.checkpoint);
       model->initialize_from(source, read_checkpoint_info(source));
@@ -222,19 +232,20 @@ class StudyRunner {
     const StopCheck should_stop = [&] { return observer.stop_requested(); };
     callbacks.should_stop = should_stop;
     // resume: the saved state if there is one (run_training refuses a damaged one), else step 0
-    const auto curve = model->train(*data_, config.train, run, /*resume=*/true, callbacks, nullptr);
+    const auto curve = model->train(data, config.train, run, /*resume=*/true, callbacks, nullptr);
     RunRecord record;
     record.config = config;
     record.curve = curve;
     const std::size_t T = config.train.context, B = config.train.batch;
-    if (corpus_ != nullptr) {
-      record.final_train_loss = model->evaluate_loss(corpus_->train(), T, B, should_stop).loss;
-      record.final_val_loss = model->evaluate_loss(corpus_->val(), T, B, should_stop).loss;
+    if (const auto* corpus = dynamic_cast<const TextDataset*>(&data)) {
+      record.final_train_loss = model->evaluate_loss(corpus->train(), T, B, should_stop).loss;
+      record.final_val_loss = model->evaluate_loss(corpus->val(), T, B, should_stop).loss;
+      record.bytes_per_target = {corpus->bytes_per_target(Split::train), corpus->bytes_per_target(Split::validation)};
     } else {
       record.final_train_loss =
-          model->estimate_loss(*data_, Split::train, B, T, task_loss_batches, design_.task_seed, should_stop);
+          model->estimate_loss(data, Split::train, B, T, task_loss_batches, design_.task_seed, should_stop);
       record.final_val_loss =
-          model->estimate_loss(*data_, Split::validation, B, T, task_loss_batches, design_.task_seed + 1, should_stop);
+          model->estimate_loss(data, Split::validation, B, T, task_loss_batches, design_.task_seed + 1, should_stop);
     }
     record.wall_seconds = curve.back().elapsed_seconds;
     record.tokens_per_second = curve.back().tokens_per_second;
@@ -281,8 +292,10 @@ class StudyRunner {
       }
       return *model;
     };
+    const TrainingData& data = this->data(record.config);
+    const auto* corpus = dynamic_cast<const TextDataset*>(&data);
     const std::vector<TokenId> no_text;
-    const std::vector<TokenId>& val = corpus_ != nullptr ? corpus_->val() : no_text;  // a task study asks for none
+    const std::vector<TokenId>& val = corpus != nullptr ? corpus->val() : no_text;  // a task study asks for none
     const std::size_t bins = design_.per_position_bins;
     for (const RopeScaling& scaling : evaluated_scalings(design_, spec)) {
       const auto keyed = [&](nlohmann::json row) {
@@ -323,7 +336,7 @@ class StudyRunner {
             (entry->contains("note") || entry->at("examples").get<std::size_t>() == design_.task_examples))
           continue;
         AnyModel& m = model_under(scaling);
-        const TaskScore score = m.evaluate_task(task_data_->task(), data_->tokenizer(), {n, n},
+        const TaskScore score = m.evaluate_task(dynamic_cast<const TaskData&>(data).task(), data.tokenizer(), {n, n},
                                                 design_.task_examples, design_.task_seed, should_stop)
                                     .front();
         nlohmann::json row = keyed(to_json(score, m.max_context()));
@@ -444,12 +457,21 @@ class StudyRunner {
 
   StudyDesign design_;
   StudyPaths paths_;
-  std::unique_ptr<TrainingData> data_;
-  const CharDataset* corpus_;  // data_ as a corpus's windows, or null
-  const TaskData* task_data_;  // data_ as a task's examples, or null
+  const TrainingData* find_data(const TokenizerSpec& tokenizer) const {
+    for (const auto& [spec, data] : data_)
+      if (spec == tokenizer) return data.get();
+    return nullptr;
+  }
+  // The data a run of the plan trains on: its tokenizer's.
+  const TrainingData& data(const RunConfig& config) const {
+    if (const TrainingData* d = find_data(config.tokenizer)) return *d;
+    fail("StudyRunner: no data for tokenizer ", to_string(config.tokenizer), ", which no run of the plan uses");
+  }
+
   std::string digest_;
   MakeModel make_model_;
   std::vector<RunSpec> plan_;
+  std::vector<std::pair<TokenizerSpec, std::unique_ptr<TrainingData>>> data_;  // one a tokenizer of the plan
 };
 
 }  // namespace posenc

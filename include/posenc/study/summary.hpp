@@ -42,7 +42,8 @@ struct VariantSummary {
   std::string variant;
   std::vector<std::uint64_t> seeds;  // the seeds with a finished base run, in design order
   std::vector<double> val, train, gap, tokens_per_second;  // by seed, in the same order
-  double mean_val = 0, mean_train = 0, mean_gap = 0, mean_tokens_per_second = 0;
+  std::vector<double> val_bits_per_byte;                   // val over ln 2 and the bytes a target stands for
+  double mean_val = 0, mean_train = 0, mean_gap = 0, mean_tokens_per_second = 0, mean_val_bits_per_byte = 0;
   std::optional<double> sd_val;
   std::optional<stats::Interval> ci95_val;
 };
@@ -165,7 +166,7 @@ inline bool is_published_design(const StudyDesign& d) {
   return !r.task && r.layers == study_layers && r.dim == study_dim && r.heads == study_heads && d.steps == 2000 &&
          r.train.context == study_context && r.train.batch == published.batch && r.train.lr == published.lr &&
          r.train.weight_decay == published.weight_decay && r.embedding_std == init_std &&
-         r.precision == Precision::fp32 && describe_training_settings(r).empty();
+         r.precision == Precision::fp32 && describe_training_settings(r).empty() && r.tokenizer == TokenizerSpec{};
 }
 
 // Whether a record is of the run `spec` of `design`: its variant, seed and steps and, for a
@@ -372,12 +373,14 @@ inline StudySummary summarize_study(const StudyDesign& design, const std::vector
         vs.train.push_back(r->final_train_loss);
         vs.gap.push_back(r->generalization_gap());
         vs.tokens_per_second.push_back(r->tokens_per_second);
+        vs.val_bits_per_byte.push_back(r->final_val_bits_per_byte());
       }
     if (!vs.val.empty()) {
       vs.mean_val = stats::mean(vs.val);
       vs.mean_train = stats::mean(vs.train);
       vs.mean_gap = stats::mean(vs.gap);
       vs.mean_tokens_per_second = stats::mean(vs.tokens_per_second);
+      vs.mean_val_bits_per_byte = stats::mean(vs.val_bits_per_byte);
       vs.sd_val = stats::sample_sd(vs.val);
       vs.ci95_val = stats::confidence_interval(vs.val);
     }
@@ -488,7 +491,9 @@ inline nlohmann::json summary_json(const StudySummary& s) {
                         {"val_loss", v.val},    {"train_loss", v.train}, {"gap", v.gap},
                         {"mean_val_loss", mean(v.mean_val)}, {"sd_val_loss", detail::optional_json(v.sd_val)},
                         {"mean_train_loss", mean(v.mean_train)}, {"mean_gap", mean(v.mean_gap)},
-                        {"mean_tokens_per_second", mean(v.mean_tokens_per_second)}};
+                        {"mean_tokens_per_second", mean(v.mean_tokens_per_second)},
+                        {"val_bits_per_byte", v.val_bits_per_byte},
+                        {"mean_val_bits_per_byte", mean(v.mean_val_bits_per_byte)}};
     j["ci95_val_loss"] = v.ci95_val ? nlohmann::json{v.ci95_val->low, v.ci95_val->high} : nlohmann::json(nullptr);
     if (const auto it = published_results().find(v.variant); it != published_results().end())
       j["published"] = {
@@ -584,7 +589,7 @@ inline std::string summary_csv(const StudySummary& s) {
   std::ostringstream out;
   out.precision(17);
   out << "variant,n,mean_val_loss,sd_val_loss,ci95_low,ci95_high,mean_train_loss,mean_gap,mean_tokens_per_second,"
-         "published_mean_val_loss,published_sd_val_loss\n";
+         "published_mean_val_loss,published_sd_val_loss,mean_val_bits_per_byte\n";
   for (const VariantSummary& v : s.variants) {
     out << v.variant << ',' << v.val.size() << ',';
     if (v.val.empty()) {
@@ -601,6 +606,8 @@ inline std::string summary_csv(const StudySummary& s) {
       out << it->second.mean << ',' << it->second.sd;
     else
       out << ',';
+    out << ',';
+    if (!v.val.empty()) out << v.mean_val_bits_per_byte;
     out << '\n';
   }
   return out.str();
@@ -621,13 +628,22 @@ inline std::string summary_markdown(const StudySummary& s) {
     md << ". A study of task " << task_name(d.run.task->kind) << ": final losses are the loss on the answers over "
        << task_loss_batches << " batches of the task's training and validation examples (the same for every run).\n\n";
   else
-    md << ". Final losses are deterministic full passes (every target once, non-overlapping windows).\n\n";
+    md << ". Final losses are deterministic full passes (every target once, non-overlapping windows) in nats per "
+       << (d.run.tokenizer.kind == TokenizerKind::bpe ? "token" : "byte") << " of tokenizer "
+       << to_string(d.run.tokenizer)
+       << (d.run.tokenizer.kind == TokenizerKind::bpe ? " (trained on the training text)" : "")
+       << "; bits per byte divide them by ln 2 and the bytes a target stands for.\n\n";
   if (!s.missing_runs.empty())
     md << "**Missing runs** (not in the numbers below): " << detail::join(s.missing_runs, ", ") << "\n\n";
   if (s.task) md << task_summary_markdown(*s.task, d) << "\n";
 
+  // nats per BPE token are another unit than the published nats per character
+  const bool shows_published = !d.run.task && d.run.tokenizer.kind != TokenizerKind::bpe;
   if (d.run.task)
     md << "The published numbers are of Tiny Shakespeare and are not shown beside a task's.\n\n";
+  else if (!shows_published)
+    md << "The published losses are nats per character and are not shown beside nats per BPE token; bits per byte "
+          "compare the two (the published divided by ln 2).\n\n";
   else if (!s.published_design)
     md << "This design differs from the published one (Tiny Shakespeare; 3 layers, dim 192, 4 heads, context 128, "
           "batch 32, 2000 steps, AdamW lr 0.001 constant, weight decay 0.01, no clipping, no dropout, weights "
@@ -635,19 +651,20 @@ inline std::string summary_markdown(const StudySummary& s) {
           "comparison.\n\n";
   md << (d.run.task ? "## Loss on the answers by variant (validation examples)\n\n"
                      : "## Validation loss by variant\n\n")
-     << "| variant | n | val loss mean ± sd | 95% CI | train loss | gap (val − train) | tokens/s | published | "
-        "reproduced − published |\n"
-     << "|---|---|---|---|---|---|---|---|---|\n";
+     << "| variant | n | val loss mean ± sd | 95% CI | " << (d.run.task ? "" : "val bits/byte | ")
+     << "train loss | gap (val − train) | tokens/s | published | reproduced − published |\n"
+     << (d.run.task ? "" : "|---") << "|---|---|---|---|---|---|---|---|---|\n";
   for (const VariantSummary& v : s.variants) {
     md << "| " << v.variant << " | " << v.val.size() << " | ";
     if (v.val.empty()) {
-      md << "— | — | — | — | — | ";
+      md << (d.run.task ? "" : "— | ") << "— | — | — | — | — | ";
     } else {
       md << fixed(v.mean_val) << (v.sd_val ? " ± " + fixed(*v.sd_val) : "") << " | "
          << (v.ci95_val ? "[" + fixed(v.ci95_val->low) + ", " + fixed(v.ci95_val->high) + "]" : "—") << " | "
-         << fixed(v.mean_train) << " | " << fixed(v.mean_gap) << " | " << fixed(v.mean_tokens_per_second, 0) << " | ";
+         << (d.run.task ? "" : fixed(v.mean_val_bits_per_byte) + " | ") << fixed(v.mean_train) << " | "
+         << fixed(v.mean_gap) << " | " << fixed(v.mean_tokens_per_second, 0) << " | ";
     }
-    if (const auto it = published_results().find(v.variant); !d.run.task && it != published_results().end())
+    if (const auto it = published_results().find(v.variant); shows_published && it != published_results().end())
       md << fixed(it->second.mean) << " ± " << fixed(it->second.sd) << " | "
          << (v.val.empty() ? "—" : (v.mean_val - it->second.mean >= 0 ? "+" : "") + fixed(v.mean_val - it->second.mean))
          << " |\n";

@@ -61,7 +61,7 @@ class AnyModel {
   virtual CopyProbe copy_probe(const std::vector<TokenId>& tokens, std::size_t distance, std::size_t segments,
                                const StopCheck& should_stop = {}) = 0;
   // evaluate_task: exact-match accuracy and answer loss at each length.
-  virtual std::vector<TaskScore> evaluate_task(const Task& task, const CharTokenizer& tokenizer,
+  virtual std::vector<TaskScore> evaluate_task(const Task& task, const Tokenizer& tokenizer,
                                                const TaskLengths& lengths, std::size_t examples, std::uint64_t seed,
                                                const StopCheck& should_stop = {}) = 0;
   // Whether the policy turns q and k (RoPE's kin), and the base and stretch it turns them with.
@@ -88,7 +88,7 @@ class ModelOf final : public AnyModel {
                        const StopCheck& should_stop = {}) override {
     return posenc::copy_probe(model_, tokens, distance, segments, 8, should_stop);
   }
-  std::vector<TaskScore> evaluate_task(const Task& task, const CharTokenizer& tokenizer, const TaskLengths& lengths,
+  std::vector<TaskScore> evaluate_task(const Task& task, const Tokenizer& tokenizer, const TaskLengths& lengths,
                                        std::size_t examples, std::uint64_t seed,
                                        const StopCheck& should_stop = {}) override {
     return posenc::evaluate_task(model_, task, tokenizer, lengths, examples, seed, 32, should_stop);

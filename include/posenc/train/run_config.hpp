@@ -66,6 +66,7 @@ struct RunConfig {
   std::string data;                       // the corpus's path (a task's: passkey's text, or none)
   std::string data_digest;                // corpus_digest() of its bytes; empty when not known
   std::optional<TaskSpec> task;           // none: the corpus's windows; a task: its examples
+  TokenizerSpec tokenizer = {};           // how the corpus becomes tokens (a task: char or byte)
 
   ModelShape shape() const { return {posenc, layers, dim, heads}; }
   // Whether the run reads `data`: a corpus's windows, or a task that hides its answers in text.
@@ -154,13 +155,24 @@ inline void check_training_memory(const RunConfig& config, std::size_t vocab_siz
 }
 
 // The data a run trains on: its task's examples (passkey's hidden in `text`; the other tasks take
-// none: "") or the windows of the corpus `text`, in `vocabulary` when one is given (a fine-tune
-// keeps its source's).
+// none: "") or the windows of the corpus `text`, in `tokenizer` when one is given (a fine-tune
+// keeps its source's, a resumed run its saved state's), else in the one config.tokenizer makes.
 inline std::unique_ptr<TrainingData> make_training_data(const RunConfig& config, const std::string& text,
-                                                        const std::optional<CharTokenizer>& vocabulary = {}) {
-  if (config.task)
-    return std::make_unique<TaskData>(Task(config.task->kind, text), config.task->lengths, vocabulary);
-  return vocabulary ? std::make_unique<CharDataset>(text, *vocabulary) : std::make_unique<CharDataset>(text);
+                                                        const std::optional<Tokenizer>& tokenizer = {}) {
+  if (tokenizer && tokenizer->spec() != config.tokenizer)
+    fail("the run's tokenizer is ", to_string(config.tokenizer), " but the checkpoint it continues has ",
+         tokenizer->describe());
+  if (config.task) {
+    config.tokenizer.validate();
+    if (config.tokenizer.kind == TokenizerKind::bpe)
+      fail("task ", task_name(config.task->kind), " scores characters: train it with --tokenizer char or byte");
+    const std::optional<Tokenizer> bytes =
+        config.tokenizer.kind == TokenizerKind::byte ? std::optional<Tokenizer>(Tokenizer()) : std::nullopt;
+    return std::make_unique<TaskData>(Task(config.task->kind, text), config.task->lengths,
+                                      tokenizer ? tokenizer : bytes);
+  }
+  return tokenizer ? std::make_unique<TextDataset>(text, *tokenizer)
+                   : std::make_unique<TextDataset>(text, config.tokenizer);
 }
 
 inline nlohmann::json to_json(const RunConfig& c) {
@@ -182,6 +194,8 @@ inline nlohmann::json to_json(const RunConfig& c) {
     j["init_from"] = {{"checkpoint", c.init_from.checkpoint}, {"step", c.init_from.step},
                       {"context", c.init_from.context}};
   if (c.task) j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
+  if (c.tokenizer.kind != TokenizerKind::character) j["tokenizer"] = tokenizer_name(c.tokenizer.kind);  // absent: char
+  if (c.tokenizer.kind == TokenizerKind::bpe) j["vocab_size"] = c.tokenizer.vocab_size;
   return j;
 }
 
@@ -190,6 +204,8 @@ inline nlohmann::json to_json(const RunConfig& c) {
 inline nlohmann::json complete_json(const RunConfig& c) {
   nlohmann::json j = to_json(c);
   j["random_positions"] = c.random_positions;
+  j["tokenizer"] = tokenizer_name(c.tokenizer.kind);
+  j["vocab_size"] = c.tokenizer.vocab_size;
   return j;
 }
 
@@ -210,7 +226,8 @@ inline std::string RunConfig::differences(const RunConfig& other) const {
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, dropout, rope, random_positions, init_from, task, and TrainConfig's, see
+// precision, data_digest, init, tie_weights, dropout, rope, random_positions, init_from, task, tokenizer,
+// vocab_size and TrainConfig's, see
 // train_config_from_json)
 // takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
@@ -239,6 +256,10 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
     if (j.contains("task"))
       c.task = TaskSpec{parse_task_kind(j.at("task").at("name").get<std::string>()),
                         parse_task_lengths(j.at("task").at("lengths").get<std::string>())};
+    // vocab_size is bpe's: a grid point of another tokenizer keeps the study's --vocab-size unused
+    c.tokenizer.kind = parse_tokenizer_kind(j.value("tokenizer", std::string("char")));
+    if (c.tokenizer.kind == TokenizerKind::bpe) c.tokenizer.vocab_size = j.value("vocab_size", std::size_t{0});
+    c.tokenizer.validate();
     if (c.data_digest.empty() && c.data.starts_with("fnv1a64:")) c.data_digest = std::exchange(c.data, "");
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -56,11 +56,12 @@ inline std::uint64_t task_length_seed(std::uint64_t seed, std::size_t n) {
 // passkey), `batch` per forward pass, encoded with `tokenizer` (the model's vocabulary).
 // should_stop is asked before every batch.
 template <class Model>
-std::vector<TaskScore> evaluate_task(Model& model, const Task& task, const CharTokenizer& tokenizer,
+std::vector<TaskScore> evaluate_task(Model& model, const Task& task, const Tokenizer& tokenizer,
                                      const TaskLengths& lengths, std::size_t examples, std::uint64_t seed,
                                      std::size_t batch = 32, const StopCheck& should_stop = {}) {
   if (examples == 0 || batch == 0) fail("evaluate_task: the examples and the batch must be positive");
   task.check(lengths);
+  task.check_vocabulary(tokenizer);
   if (tokenizer.vocab_size() != model.vocab_size())
     fail("evaluate_task: the vocabulary has ", tokenizer.vocab_size(), " symbols, the model ", model.vocab_size());
   std::vector<TaskScore> scores;

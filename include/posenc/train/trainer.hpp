@@ -52,7 +52,7 @@ class Trainer {
   // every process draws the same global batches, computes the gradient of its shard of each
   // (batch_shard), and the gradients are summed over the group before the optimizer step, which
   // every process then takes identically — the losses equal one process's to float rounding.
-  // The data is a corpus (CharDataset) or a task (TaskData): the loss averages over the targets
+  // The data is a corpus (TextDataset) or a task (TaskData): the loss averages over the targets
   // each batch scores.
   Trainer(Model& model, const TrainingData& data, const TrainConfig& config, ProcessGroup* group = nullptr)
       : model_(model),

@@ -1,0 +1,148 @@
+// Tests of data/tokenizer.hpp and the corpus it tokenizes: char, byte and bpe made, encoded and split; bits per byte.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+using namespace posenc;
+
+namespace {
+// A text of repeated words with accented (UTF-8) ones, so BPE has pairs to merge.
+std::string words_text(std::size_t words, std::uint64_t seed) {
+  static constexpr std::string_view list[] = {"the", "king", "hath", "thee", "café", "été", "don't", "1599"};
+  Rng rng(seed);
+  std::string text;
+  for (std::size_t w = 0; w < words; ++w) {
+    text += list[rng.uniform_index(std::size(list))];
+    text += rng.uniform_index(6) == 0 ? ".\n" : " ";
+  }
+  return text;
+}
+}  // namespace
+
+TEST_CASE("a tokenizer is char, byte or bpe, made from a corpus as its spec says, and knows its kind") {
+  const std::string corpus = words_text(2000, 1);
+  const Tokenizer characters = Tokenizer::make({}, corpus);
+  CHECK(characters.kind() == TokenizerKind::character);
+  CHECK(characters.vocab_size() == CharTokenizer::from_corpus(corpus).vocab_size());
+  CHECK(characters.spec() == TokenizerSpec{});
+  const Tokenizer bytes = Tokenizer::make({TokenizerKind::byte}, corpus);
+  CHECK(bytes.kind() == TokenizerKind::byte);
+  CHECK(bytes.vocab_size() == 256);
+  CHECK(Tokenizer().kind() == TokenizerKind::byte);
+  const Tokenizer bpe = Tokenizer::make({TokenizerKind::bpe, 270}, corpus);
+  CHECK(bpe.kind() == TokenizerKind::bpe);
+  CHECK(bpe.vocab_size() == 270);
+  CHECK(bpe.spec() == TokenizerSpec{TokenizerKind::bpe, 270});
+  CHECK(bpe.byte_pairs()->merges() == BpeTokenizer::train(corpus, 270).merges());
+  CHECK(bpe.characters() == nullptr);
+  CHECK(to_string(bpe.spec()) == "bpe 270");
+  CHECK(bpe.describe() == "bpe (270 tokens)");
+  for (const Tokenizer* t : {&characters, &bytes, &bpe}) {
+    INFO(t->describe());
+    const std::vector<TokenId> ids = t->encode(corpus);
+    CHECK(t->decode(ids) == corpus);
+    CHECK(t->byte_count(ids.data(), ids.data() + ids.size()) == corpus.size());
+  }
+  CHECK(bytes.encode("é").size() == 2);  // a byte is a token
+  // what each can encode: char only its corpus's bytes
+  CHECK(characters.first_unencodable("the kxng") == 5);
+  CHECK(characters.first_unencodable("the king") == std::string::npos);
+  CHECK(bpe.first_unencodable(std::string("\0\xff zq", 5)) == std::string::npos);
+  CHECK_THROWS_WITH(characters.encode("zz"), Catch::Contains("byte 122 ('z') at offset 0 is not in the vocabulary"));
+}
+
+TEST_CASE("a tokenizer spec is checked: bpe needs a size above 256, the others take none") {
+  CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::bpe, 0}).validate(),
+                    Catch::Contains("needs a vocabulary size above the 256 bytes"));
+  CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::bpe, 256}).validate(),
+                    Catch::Contains("--tokenizer byte is the 256 bytes alone"));
+  CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::character, 512}).validate(),
+                    Catch::Contains("--vocab-size applies to tokenizer bpe"));
+  CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::byte, 512}).validate(), Catch::Contains("the 256 bytes"));
+  CHECK(parse_tokenizer_kind("bpe") == TokenizerKind::bpe);
+  CHECK_THROWS_WITH(parse_tokenizer_kind("wordpiece"), Catch::Contains("unknown tokenizer 'wordpiece' (known: char, "
+                                                                       "byte, bpe)"));
+}
+
+TEST_CASE("a corpus is cut by bytes and each part encoded alone: every tokenizer validates on the same bytes") {
+  const std::string corpus = words_text(3000, 2);
+  const std::size_t cut = static_cast<std::size_t>(static_cast<double>(corpus.size()) * 0.9);
+  for (const TokenizerSpec spec : {TokenizerSpec{}, TokenizerSpec{TokenizerKind::byte},
+                                   TokenizerSpec{TokenizerKind::bpe, 270}}) {
+    INFO(to_string(spec));
+    const TextDataset data(corpus, spec);
+    CHECK(data.tokenizer().decode(data.train()) == corpus.substr(0, cut));
+    CHECK(data.tokenizer().decode(data.val()) == corpus.substr(cut));
+    // the bytes a target stands for: the split's bytes but its first token's, over its targets
+    const std::vector<TokenId>& val = data.val();
+    const double bytes = static_cast<double>(corpus.size() - cut - data.tokenizer().decode(std::vector{val[0]}).size());
+    CHECK(data.bytes_per_target(Split::validation) == Approx(bytes / static_cast<double>(val.size() - 1)));
+  }
+  // BPE is trained on the training part alone: the validation text does not shape its merges
+  const TextDataset bpe(corpus, TokenizerSpec{TokenizerKind::bpe, 270});
+  CHECK(bpe.tokenizer().byte_pairs()->merges() == BpeTokenizer::train(corpus.substr(0, cut), 270).merges());
+  CHECK(bpe.bytes_per_target(Split::validation) > 1.5);  // these words repeat: tokens of several bytes
+  // char and byte tokens are one byte each
+  CHECK(TextDataset(corpus).bytes_per_target(Split::train) == 1);
+  CHECK(TextDataset(corpus, TokenizerSpec{TokenizerKind::byte}).bytes_per_target(Split::validation) == 1);
+  // a given tokenizer (a checkpoint's) encodes alike
+  const TextDataset again(corpus, bpe.tokenizer());
+  CHECK(again.val() == bpe.val());
+}
+
+TEST_CASE("bits per byte: a char model's is its nats a character over ln 2, a BPE model's counts its tokens' bytes") {
+  const std::string corpus = words_text(1500, 3);
+  const TextDataset characters(corpus);
+  CharTransformer<RoPE, 1, 16, 2> model(characters.vocab_size(), 16, 7);
+  const LossResult loss = evaluate_loss(model, characters.val(), 16);
+  CHECK(bits_per_byte(loss.loss, characters.bytes_per_target(Split::validation)) == loss.loss / std::log(2.0));
+  // a BPE model: the nats summed over every target, over the bytes they stand for and ln 2
+  const TextDataset bpe(corpus, TokenizerSpec{TokenizerKind::bpe, 270});
+  CharTransformer<RoPE, 1, 16, 2> subword(bpe.vocab_size(), 16, 7);
+  const LossResult l = evaluate_loss(subword, bpe.val(), 16);
+  const std::size_t bytes = bpe.tokenizer().byte_count(bpe.val().data() + 1, bpe.val().data() + bpe.val().size());
+  CHECK(bits_per_byte(l.loss, bpe.bytes_per_target(Split::validation)) ==
+        Approx(l.loss * static_cast<double>(l.targets) / static_cast<double>(bytes) / std::log(2.0)).epsilon(1e-12));
+}
+
+TEST_CASE("a task takes char or byte tokens, never BPE's, which would join the characters it scores") {
+  const TaskData bytes(Task(TaskKind::copy), {1, 8}, Tokenizer());
+  CHECK(bytes.vocab_size() == 256);
+  Batch b;
+  bytes.batches(Split::train, 2, 16, 1)->sample(b);
+  CHECK(b.inputs(0, 0) >= 'a');  // a byte is its own id
+  CHECK_THROWS_WITH(TaskData(Task(TaskKind::copy), {1, 8}, Tokenizer(BpeTokenizer({{'a', 'b'}}))),
+                    Catch::Contains("needs tokenizer char or byte, not bpe (257 tokens)"));
+  RunConfig run;
+  run.task = TaskSpec{TaskKind::copy, {1, 8}};
+  run.tokenizer = {TokenizerKind::bpe, 300};
+  CHECK_THROWS_WITH(make_training_data(run, ""), Catch::Contains("train it with --tokenizer char or byte"));
+  run.tokenizer = {TokenizerKind::byte};
+  CHECK(make_training_data(run, "")->vocab_size() == 256);
+}
+
+TEST_CASE("a run's tokenizer is in its config.json only when it is not char, and reads back") {
+  RunConfig run;
+  CHECK_FALSE(to_json(run).contains("tokenizer"));
+  CHECK(run_config_from_json(to_json(run), "test").tokenizer == TokenizerSpec{});
+  run.tokenizer = {TokenizerKind::bpe, 1024};
+  CHECK(to_json(run)["tokenizer"] == "bpe");
+  CHECK(to_json(run)["vocab_size"] == 1024);
+  CHECK(run_config_from_json(to_json(run), "test").tokenizer == run.tokenizer);
+  run.tokenizer = {TokenizerKind::byte};
+  CHECK_FALSE(to_json(run).contains("vocab_size"));
+  CHECK(run_config_from_json(to_json(run), "test").tokenizer == run.tokenizer);
+  nlohmann::json bad = to_json(run);
+  bad["tokenizer"] = "bpe";  // without a size
+  CHECK_THROWS_WITH(run_config_from_json(bad, "config.json"), Catch::Contains("needs a vocabulary size"));
+  // a study's --vocab-size serves its grid's bpe points; its char points leave it
+  RunConfig study;
+  study.tokenizer.vocab_size = 512;
+  CHECK(with_setting(study, GridPoint{{{"tokenizer", "bpe"}}}).tokenizer == TokenizerSpec{TokenizerKind::bpe, 512});
+  CHECK(with_setting(study, GridPoint{{{"tokenizer", "char"}}}).tokenizer == TokenizerSpec{});
+  CHECK(canonical_grid_value("vocab_size", "2048") == "2048");
+}
