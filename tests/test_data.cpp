@@ -79,6 +79,25 @@ TEST_CASE("read_text_file names the file it cannot use") {
   CHECK_THROWS_WITH(read_text_file("/dev/zero"), Catch::Contains("data file '/dev/zero' is not a regular file"));
 }
 
+TEST_CASE("read_corpus reads a file, or a folder's files joined in path order, hidden ones left out") {
+  const auto dir = std::filesystem::temp_directory_path() / "posenc-test-corpus-folder";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "b" / "inner");
+  std::filesystem::create_directories(dir / ".git");
+  const auto write = [](const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; };
+  write(dir / "c.txt", "third ");
+  write(dir / "a.txt", "first ");
+  write(dir / "b" / "inner" / "x.txt", "second ");
+  write(dir / "b" / "empty.txt", "");
+  write(dir / ".hidden", "never ");
+  write(dir / ".git" / "HEAD", "never ");
+  CHECK(read_corpus(dir.string()) == "first second third ");
+  CHECK(read_corpus((dir / "a.txt").string()) == "first ");
+  std::filesystem::create_directories(dir / "none" / "deeper");
+  CHECK_THROWS_WITH(read_corpus((dir / "none").string()), Catch::Contains("holds no file with any bytes"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Rng: the same seed gives the same stream, and its state can be saved and restored") {
   Rng a(7), b(7);
   for (int i = 0; i < 10; ++i) REQUIRE(a.next() == b.next());

@@ -749,6 +749,39 @@ TEST_CASE("a grid across tokenizers trains each point in its own tokens, and its
   CHECK(summarize_grid(d, runner.records(false, failures)).in_bits_per_byte);
 }
 
+TEST_CASE("a study of a token folder trains on its tokens, as the study of its text does, and refuses other tokens") {
+  ThreadCounts restore;
+  set_num_threads(1);
+  TempDir text_dir("study-runner-text"), folder_dir("study-runner-folder"), tokens_dir("study-runner-tokens-folder");
+  StudyDesign d = tiny_design();
+  d.variants = {"rope"};
+  d.seeds = {1};
+  d.extended_steps = 0;
+  d.run.tokenizer = {TokenizerKind::bpe, 270};
+  save_token_folder(tokens_dir.path.string(), TextDataset(corpus(), d.run.tokenizer), corpus_digest(corpus()),
+                    "corpus.txt");
+  StudyObserver quiet;
+  StudyFailures failures;
+  const StudyRunner on_text(d, text_dir.path, corpus(), make_test_model);
+  on_text.run(on_text.pending(), 1, quiet, failures);
+  const StudyRunner on_tokens(d, folder_dir.path, read_token_folder(tokens_dir.path.string()), make_test_model);
+  on_tokens.run(on_tokens.pending(), 1, quiet, failures);
+  REQUIRE(failures.list().empty());
+  const auto a = load_record(on_text.paths().record(on_text.plan()[0]));
+  const auto b = load_record(on_tokens.paths().record(on_tokens.plan()[0]));
+  REQUIRE((a && b));
+  CHECK(a->config == b->config);  // the corpus's digest too: the folder stands for its text
+  CHECK(a->final_val_loss == b->final_val_loss);
+  CHECK(a->bytes_per_target == b->bytes_per_target);
+  CHECK(a->extrapolation == b->extrapolation);
+  StudyDesign characters = d;
+  characters.run.tokenizer = {};
+  CHECK_THROWS_WITH(StudyRunner(characters, folder_dir.path, read_token_folder(tokens_dir.path.string()),
+                                make_test_model),
+                    Catch::Contains("the token folder holds tokens of bpe 270, not of the run's char"));
+  CHECK_THROWS_WITH(read_corpus(tokens_dir.path.string()), Catch::Contains("is a token folder"));
+}
+
 // Asks the runs to stop once any of them reaches a step (or, with after_estimates, once the
 // estimates at that step are made), as Ctrl-C would.
 class StopAt final : public StudyObserver {

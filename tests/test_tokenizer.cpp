@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -145,4 +148,95 @@ TEST_CASE("a run's tokenizer is in its config.json only when it is not char, and
   CHECK(with_setting(study, GridPoint{{{"tokenizer", "bpe"}}}).tokenizer == TokenizerSpec{TokenizerKind::bpe, 512});
   CHECK(with_setting(study, GridPoint{{{"tokenizer", "char"}}}).tokenizer == TokenizerSpec{});
   CHECK(canonical_grid_value("vocab_size", "2048") == "2048");
+}
+
+namespace {
+std::filesystem::path fresh_folder(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("posenc-test-" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+void write_text(const std::filesystem::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+}  // namespace
+
+TEST_CASE("a token folder keeps a corpus's tokenizer and tokens: read back, it is the same dataset") {
+  const std::string corpus = words_text(2000, 4);
+  for (const TokenizerSpec spec : {TokenizerSpec{}, TokenizerSpec{TokenizerKind::bpe, 270}}) {
+    INFO(to_string(spec));
+    const auto dir = fresh_folder("token-folder");
+    const TextDataset data(corpus, spec);
+    CHECK_FALSE(is_token_folder(dir.string()));
+    save_token_folder(dir.string(), data, corpus_digest(corpus), "words.txt");
+    CHECK(is_token_folder(dir.string()));
+    CHECK(std::filesystem::file_size(dir / "train.bin") == 2 * data.train().size());  // uint16
+    const TokenFolder back = read_token_folder(dir.string());
+    CHECK(back.data.tokenizer() == data.tokenizer());
+    CHECK(back.data.train() == data.train());
+    CHECK(back.data.val() == data.val());
+    CHECK(back.data.bytes_per_target(Split::validation) == data.bytes_per_target(Split::validation));
+    CHECK(back.corpus_digest == corpus_digest(corpus));
+    CHECK(back.source == "words.txt");
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("a token folder of a vocabulary past 65,536 holds uint32 ids") {
+  std::vector<BpeMerge> merges;  // every pair of two bytes, token 256 + i each
+  for (TokenId a = 0; a < 256 && merges.size() < 65536 - 256 + 1; ++a)
+    for (TokenId b = 0; b < 256 && merges.size() < 65536 - 256 + 1; ++b) merges.push_back({a, b});
+  const Tokenizer wide{BpeTokenizer(std::move(merges))};
+  REQUIRE(wide.vocab_size() == 65537);
+  const TextDataset data(wide, {65536, 1, 2}, {3, 65536});
+  const auto dir = fresh_folder("token-folder-wide");
+  save_token_folder(dir.string(), data, "digest", "bytes");
+  CHECK(std::filesystem::file_size(dir / "val.bin") == 8);
+  const TokenFolder back = read_token_folder(dir.string());
+  CHECK(back.data.train() == std::vector<TokenId>{65536, 1, 2});
+  CHECK(back.data.val() == std::vector<TokenId>{3, 65536});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a damaged token folder is refused with the folder and the problem named") {
+  const std::string corpus = words_text(500, 5);
+  const auto dir = fresh_folder("token-folder-bad");
+  const std::string where = "token folder '" + dir.string() + "'";
+  save_token_folder(dir.string(), TextDataset(corpus, TokenizerSpec{TokenizerKind::byte}), "d", "s");
+  std::ifstream in(dir / "meta.json");
+  const nlohmann::json good = nlohmann::json::parse(in);
+  const auto with = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json meta = good;
+    if (value.is_null()) meta.erase(key);
+    else meta[key] = value;
+    write_text(dir / "meta.json", meta.dump());
+  };
+  const std::vector<std::tuple<std::string, nlohmann::json, std::string>> cases = {
+      {"format", "posenc-tokens-9", "format is \"posenc-tokens-9\", not 'posenc-tokens-1'"},
+      {"format", nullptr, "format is missing"},
+      {"dtype", "int8", "dtype is 'int8', not uint16 or uint32"},
+      {"dtype", 16, "meta.json: [json.exception.type_error"},
+      {"train_tokens", 3, "'train.bin' holds"},
+      {"val_tokens", std::uint64_t{1} << 63, "'val.bin' holds"},  // a count that × 2 wraps to 0
+      {"vocab_size", 300, "vocab_size 300 is not its tokenizer's 256"},
+      {"merges", "[[1]]", "metadata 'merges' holds [1], not a pair of token ids"},
+      {"tokenizer", "char", "the metadata has no 'vocab' entry"},
+      {"corpus_digest", nullptr, "meta.json: [json.exception.out_of_range"},
+  };
+  for (const auto& [key, value, message] : cases) {
+    INFO(key << " = " << value.dump());
+    with(key, value);
+    CHECK_THROWS_WITH(read_token_folder(dir.string()), Catch::StartsWith(where) && Catch::Contains(message));
+  }
+  write_text(dir / "meta.json", "{not json");
+  CHECK_THROWS_WITH(read_token_folder(dir.string()), Catch::Contains("meta.json is not a JSON object"));
+  // an id outside the vocabulary: the byte folder's ids read as a BPE's of 257 tokens
+  nlohmann::json meta = good;
+  meta["tokenizer"] = "bpe";
+  meta["merges"] = "[[116, 104]]";
+  meta["vocab_size"] = 257;
+  write_text(dir / "meta.json", meta.dump());
+  write_text(dir / "val.bin",
+             std::string("\x01\x02", 2) + std::string(2 * good["val_tokens"].get<std::size_t>() - 2, 'a'));
+  CHECK_THROWS_WITH(read_token_folder(dir.string()), Catch::Contains("token 0 of the validation part is 513, outside "
+                                                                     "the vocabulary [0, 257)"));
+  std::filesystem::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -42,7 +43,15 @@ struct TrainOptions {
   posenc::RunConfig run;  // written to the run directory's config.json, read back by --resume
   std::size_t keep_checkpoints = posenc::RunDirectory::default_keep_checkpoints;  // not part of the run's numbers
   bool resume = false;
+  bool tokenizer_given = false;  // --tokenizer or --vocab-size: a token folder's must be the same
   std::optional<posenc::SafetensorsFile> init_source;  // --init-from's file, read once (take_from_source)
+};
+
+struct PrepareOptions {
+  std::string data = default_data;
+  posenc::TokenizerSpec tokenizer;
+  std::string tokenizer_name = "char";
+  std::string out;
 };
 
 struct EvalOptions {
@@ -80,9 +89,17 @@ struct SampleOptions {
   posenc::SamplingOptions sampling;
 };
 
-// The corpus at `path` in a checkpoint's tokens; an error names the file.
+// The corpus at `path` (a text, a folder of texts or a token folder) in a checkpoint's tokens; an
+// error names the file.
 posenc::TextDataset load_corpus(const std::string& path, const posenc::Tokenizer& tokenizer) {
-  const std::string text = posenc::read_text_file(path);
+  if (posenc::is_token_folder(path)) {
+    posenc::TokenFolder folder = posenc::read_token_folder(path);
+    if (!(folder.data.tokenizer() == tokenizer))
+      posenc::fail("token folder '", path, "' holds tokens of ", folder.data.tokenizer().describe(),
+                   ", not of the checkpoint's ", tokenizer.describe(), "; give its text instead");
+    return std::move(folder.data);
+  }
+  const std::string text = posenc::read_corpus(path);
   try {
     return posenc::TextDataset(text, tokenizer);
   } catch (const posenc::Error& e) {
@@ -182,8 +199,22 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   if (config.precision == posenc::Precision::bf16)
     if (const auto reason = posenc::bf16_unsupported_reason()) posenc::fail("--precision bf16: ", *reason);
   const bool reads_corpus = config.reads_corpus();
-  const std::string text = reads_corpus ? posenc::read_text_file(config.data) : std::string();
-  const std::string digest = reads_corpus ? posenc::corpus_digest(text) : std::string();
+  // a token folder (shakespeare prepare) stands for the text it was made from, in its own tokens
+  std::optional<posenc::TokenFolder> folder;
+  if (reads_corpus && posenc::is_token_folder(config.data)) {
+    if (config.task) posenc::fail("task ", posenc::to_string(*config.task), " reads text; --data '", config.data,
+                                  "' is a token folder: give the text it was made from");
+    folder = posenc::read_token_folder(config.data);
+    const posenc::TokenizerSpec tokens = folder->data.tokenizer().spec();
+    if (options.tokenizer_given && config.tokenizer != tokens)
+      posenc::fail("--tokenizer ", posenc::to_string(config.tokenizer), ": token folder '", config.data,
+                   "' holds tokens of ", folder->data.tokenizer().describe(),
+                   "; leave --tokenizer out to train on them");
+    if (!options.resume && config.init_from.checkpoint.empty()) config.tokenizer = tokens;
+  }
+  const std::string text = reads_corpus && !folder ? posenc::read_corpus(config.data) : std::string();
+  const std::string digest =
+      folder ? folder->corpus_digest : reads_corpus ? posenc::corpus_digest(text) : std::string();
   if (options.resume && !config.data_digest.empty() && config.data_digest != digest)
     posenc::fail("--resume: the corpus '", config.data, "' changed since the run started (", config.data_digest,
                  ", now ", digest, "); the run cannot continue on other data");
@@ -203,7 +234,17 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   }
   std::unique_ptr<posenc::TrainingData> training_data;
   try {
-    training_data = posenc::make_training_data(config, text, saved_tokenizer);
+    if (folder) {
+      if (saved_tokenizer && !(*saved_tokenizer == folder->data.tokenizer()))
+        posenc::fail("it holds tokens of ", folder->data.tokenizer().describe(), ", not of ",
+                     saved_tokenizer->describe(), " as the checkpoint the run continues");
+      if (config.tokenizer != folder->data.tokenizer().spec())
+        posenc::fail("it holds tokens of ", folder->data.tokenizer().describe(), ", not of the run's ",
+                     posenc::to_string(config.tokenizer));
+      training_data = std::make_unique<posenc::TextDataset>(std::move(folder->data));
+    } else {
+      training_data = posenc::make_training_data(config, text, saved_tokenizer);
+    }
   } catch (const posenc::Error& e) {
     if (!reads_corpus) throw;
     posenc::fail("data file '", config.data, "': ", e.what());
@@ -404,7 +445,7 @@ void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, c
 // past what the model accepts (a learned table's rows) is reported as not applicable.
 void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, const EvalOptions& o) {
   const posenc::TaskSpec& spec = *o.task;
-  const std::string text = spec.kind == posenc::TaskKind::passkey ? posenc::read_text_file(o.data) : std::string();
+  const std::string text = spec.kind == posenc::TaskKind::passkey ? posenc::read_corpus(o.data) : std::string();
   const posenc::Task task(spec.kind, text);
   task.check(spec.lengths);
   task.check_vocabulary(checkpoint.tokenizer);
@@ -438,6 +479,27 @@ void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, 
     if (info.rope.changes_anything()) result["rope_scaling"] = posenc::to_json(info.rope);
     std::printf("%s\n", result.dump(2).c_str());
   }
+}
+
+// Tokenizes a corpus once into a token folder that train and eval read as --data (nanoGPT's
+// prepare.py): BPE is trained once, and every run on the folder has the same tokens.
+int prepare(const PrepareOptions& o) {
+  if (std::filesystem::exists(o.out) && !std::filesystem::is_empty(o.out))
+    posenc::fail("--out '", o.out, "' already exists and is not empty; choose another folder");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string text = posenc::read_corpus(o.data);
+  std::optional<posenc::TextDataset> data;
+  try {
+    data.emplace(text, o.tokenizer);
+  } catch (const posenc::Error& e) {
+    posenc::fail("data file '", o.data, "': ", e.what());
+  }
+  posenc::save_token_folder(o.out, *data, posenc::corpus_digest(text), o.data);
+  std::printf("%s: %zu bytes in tokens of %s: %zu to train, %zu to validate (%.3f bytes a token), in %.2f s -> %s\n",
+              o.data.c_str(), text.size(), data->tokenizer().describe().c_str(), data->train().size(),
+              data->val().size(), data->bytes_per_target(posenc::Split::validation),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), o.out.c_str());
+  return 0;
 }
 
 int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
@@ -611,6 +673,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   EvalOptions e;
+  PrepareOptions p;
+  auto* prepare_cmd = app.add_subcommand(
+      "prepare", "Tokenize a corpus once into a token folder (meta.json, train.bin, val.bin) for --data");
+  prepare_cmd->add_option("--data", p.data, "The text: a file, or a folder of files joined in path order")
+      ->capture_default_str();
+  prepare_cmd->add_option("--tokenizer", p.tokenizer_name, "char, byte or bpe (as train's)")
+      ->check(CLI::IsMember(posenc::tokenizer_kinds.names()))
+      ->capture_default_str();
+  prepare_cmd->add_option("--vocab-size", p.tokenizer.vocab_size, "bpe's vocabulary (as train's)")
+      ->check(whole_number_in(257, std::uint64_t{1} << 20));
+  prepare_cmd->add_option("--out", p.out, "The token folder to write (new or empty)")->required();
   auto* eval_cmd = app.add_subcommand("eval", "Train and validation loss of a checkpoint");
   eval_cmd->add_option("--checkpoint", e.checkpoint, "A .safetensors checkpoint")->required();
   eval_cmd->add_option("--data", e.data, "Text to evaluate on (split 90/10 as in training)")->capture_default_str();
@@ -707,7 +780,11 @@ int main(int argc, char** argv) {
     if (threads > 0) posenc::set_num_threads(threads);
     else posenc::set_adaptive_num_threads(world.default_threads());
     if (world.size() > 1 && !*train_cmd)
-      posenc::fail("only train runs over several MPI ranks; start ", *eval_cmd ? "eval" : "sample", " without mpirun");
+      posenc::fail("only train runs over several MPI ranks; start ",
+                   *eval_cmd      ? "eval"
+                   : *prepare_cmd ? "prepare"
+                                  : "sample",
+                   " without mpirun");
     if (*train_cmd) {
       if (t.resume) {
         std::vector<std::string> fixed = run_options.names();
@@ -720,6 +797,7 @@ int main(int argc, char** argv) {
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
       if (steps_given > 0) t.run.train.steps = steps_given;
+      t.tokenizer_given = train_cmd->count("--tokenizer") > 0 || train_cmd->count("--vocab-size") > 0;
       run_options.apply();
       train_task.apply(t.run, *train_cmd);
       if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
@@ -731,6 +809,11 @@ int main(int argc, char** argv) {
         posenc::fail("--rope-base and --rope-scaling apply to rotary policies (",
                      posenc::name_list(posenc::rotary_policy_names()), "), not to ", t.run.posenc);
       return train(std::move(t), out, steps_given, world.group().get());
+    }
+    if (*prepare_cmd) {
+      p.tokenizer.kind = posenc::parse_tokenizer_kind(p.tokenizer_name);
+      p.tokenizer.validate();
+      return prepare(p);
     }
     if (*eval_cmd) {
       e.task = eval_task.spec();

@@ -212,8 +212,17 @@ int main(int argc, char** argv) {
     // another study writing the folder is refused; a --summary-only look at one still running is not
     std::optional<posenc::DirectoryLock> study_lock;
     if (world.rank() == 0 && !summary_only) study_lock.emplace(out);
-    const posenc::StudyRunner runner(design, out,
-                                     design.run.reads_corpus() ? posenc::read_text_file(design.run.data) : "",
+    // a token folder (shakespeare prepare) gives its tokens, and its tokenizer unless one is asked for
+    std::optional<posenc::TokenFolder> tokens;
+    if (design.run.reads_corpus() && posenc::is_token_folder(design.run.data)) {
+      tokens = posenc::read_token_folder(design.run.data);
+      if (app.count("--tokenizer") == 0 && app.count("--vocab-size") == 0 && !posenc::grid_crosses_tokens(design))
+        design.run.tokenizer = tokens->data.tokenizer().spec();
+    }
+    const posenc::StudyRunner runner =
+        tokens ? posenc::StudyRunner(design, out, std::move(*tokens), examples::make_model)
+               : posenc::StudyRunner(design, out,
+                                     design.run.reads_corpus() ? posenc::read_corpus(design.run.data) : "",
                                      examples::make_model);
     const int cores = threads > 0 ? threads : world.default_threads();
     if (threads > 0) posenc::set_num_threads(std::max(1, cores / jobs));

@@ -42,6 +42,7 @@
 
 #include "posenc/data/batches.hpp"
 #include "posenc/data/bpe.hpp"
+#include "posenc/data/char_tokenizer.hpp"
 #include "posenc/data/dataset.hpp"
 #include "posenc/data/tasks.hpp"
 #include "posenc/data/tokenizer.hpp"
@@ -50,6 +51,8 @@
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/io/directory_lock.hpp"
 #include "posenc/io/safetensors.hpp"
+#include "posenc/io/token_folder.hpp"
+#include "posenc/io/tokenizer_metadata.hpp"
 
 #include "posenc/train/adamw.hpp"
 #include "posenc/train/any_model.hpp"

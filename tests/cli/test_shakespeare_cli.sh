@@ -299,6 +299,28 @@ expect_error "a task in BPE tokens" "task copy scores characters: train it with 
 expect_error "fine-tuning a BPE checkpoint in other tokens" "differs from the --init-from checkpoint's bpe (290 tokens)" \
   "$bin" train --init-from bpe-full/model.safetensors --tokenizer char --context 32 --steps 5 --out bad-bpe
 [ ! -e bad-bpe ] && pass "refused tokenizer settings write nothing" || failed "a refused tokenizer setting wrote bad-bpe"
+if "$bin" prepare --data corpus.txt --tokenizer bpe --vocab-size 290 --out tokens > prepare.log 2>&1 &&
+   "$bin" train "${tiny[@]}" --data tokens --steps 20 --out bpe-prepared > /dev/null 2>&1 &&
+   cmp -s bpe-full/model.safetensors bpe-prepared/model.safetensors &&
+   "$bin" eval --checkpoint bpe-full/model.safetensors --data tokens --json > tokens-eval.json &&
+   python3 -c 'import json,sys; a,b=json.load(open("tokens-eval.json")),json.load(open("bpe-eval.json")); sys.exit(0 if a["val_loss"]==b["val_loss"] and a["val_bits_per_byte"]==b["val_bits_per_byte"] else 1)'; then
+  pass "prepare writes a token folder; training and evaluating on it equal training and evaluating on the text"
+else
+  failed "prepare: $(tail -3 prepare.log)"
+fi
+expect_error "prepare into a folder that holds files" "--out 'tokens' already exists and is not empty" \
+  "$bin" prepare --data corpus.txt --out tokens
+expect_error "a token folder's tokens against another --tokenizer" "token folder 'tokens' holds tokens of bpe (290 tokens)" \
+  "$bin" train "${tiny[@]}" --data tokens --tokenizer byte --out bad-tokens
+expect_error "a token folder evaluated with a checkpoint of other tokens" "not of the checkpoint's char" \
+  "$bin" eval --checkpoint full/model.safetensors --data tokens
+mkdir -p texts/inner && head -c 3000 corpus.txt > texts/a.txt && tail -c +3001 corpus.txt > texts/inner/b.txt
+if "$bin" train "${tiny[@]}" --data texts --steps 30 --out from-folder > /dev/null 2>&1 &&
+   cmp -s full/model.safetensors from-folder/model.safetensors; then
+  pass "a folder of texts is their bytes joined in path order: the run equals the one on the whole file"
+else
+  failed "train on a folder of texts"
+fi
 
 "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 > cached.txt
 "$bin" sample --checkpoint full/model.safetensors --prompt "ROMEO:" --tokens 60 --seed 3 --no-cache > uncached.txt
@@ -338,7 +360,8 @@ expect_error "empty data file" "data file 'empty.txt' is empty" "$bin" train "${
 printf 'too short\n' > short.txt
 expect_error "too-short data file" "is too short" "$bin" train "${tiny[@]}" --data short.txt --out bad3
 mkdir -p unreadable.txt
-expect_error "unreadable data file (a directory)" "data file 'unreadable.txt'" "$bin" train "${tiny[@]}" --data unreadable.txt --out bad4
+expect_error "an empty folder as the data" "data folder 'unreadable.txt' holds no file with any bytes" \
+  "$bin" train "${tiny[@]}" --data unreadable.txt --out bad4
 expect_error "unknown --posenc" "--posenc" "$bin" train --posenc rotary --out bad5
 write_corpus drifting.txt 8
 "$bin" train "${tiny[@]}" --data drifting.txt --steps 10 --out drift > /dev/null 2>&1
@@ -377,7 +400,8 @@ else
   fi
 fi
 mkdir -p a-directory
-expect_error "a directory as the data file" "data file 'a-directory' is a directory" \
+mkdir -p a-directory/.hidden && printf 'text' > a-directory/.hidden/file.txt
+expect_error "a folder of hidden files only as the data" "data folder 'a-directory' holds no file with any bytes" \
   "$bin" train "${tiny[@]}" --data a-directory --out bad-dir
 expect_error "--resume with fewer steps than the run has" "is already at step 30" "$bin" train --resume --out full --steps 10
 expect_error "unknown --precision" "--precision" "$bin" train "${tiny[@]}" --data corpus.txt --precision fp16 --out bad-precision

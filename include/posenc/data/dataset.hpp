@@ -1,6 +1,7 @@
 // TextDataset and BatchSampler: a tokenized corpus split 90/10 into train and validation, and a seeded window sampler.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -35,6 +36,42 @@ inline std::string read_text_file(const std::string& path) {
   if (in.bad()) fail("cannot read data file '", path, "'");
   std::string text = std::move(buffer).str();
   if (text.empty()) fail("data file '", path, "' is empty; expected a text corpus");
+  return text;
+}
+
+// Whether `path` is a token folder (io/token_folder.hpp): a folder that holds a meta.json.
+inline bool is_token_folder(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) &&
+         std::filesystem::exists(std::filesystem::path(path) / "meta.json");
+}
+
+// A corpus: a file's bytes, or a folder's files (every regular file under it, hidden ones and
+// those in hidden folders left out) joined in the byte order of their paths, with nothing between
+// them, so the same folder always gives the same corpus. An empty folder is an error naming it.
+inline std::string read_corpus(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return read_text_file(path);
+  if (is_token_folder(path))
+    fail("data folder '", path, "' is a token folder (shakespeare prepare), not text: read_token_folder reads it");
+  std::vector<std::filesystem::path> files;
+  const auto options = std::filesystem::directory_options::skip_permission_denied;
+  for (auto it = std::filesystem::recursive_directory_iterator(path, options, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (it->path().filename().string().starts_with(".")) {
+      if (it->is_directory(error)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(error)) files.push_back(it->path());
+  }
+  if (error) fail("data folder '", path, "': cannot list its files: ", error.message());
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const std::filesystem::path& file : files) {
+    if (std::filesystem::is_empty(file, error)) continue;
+    text += read_text_file(file.string());
+  }
+  if (text.empty()) fail("data folder '", path, "' holds no file with any bytes; expected text files");
   return text;
 }
 
@@ -110,6 +147,16 @@ class TextDataset final : public TrainingData {
     const std::size_t cut = train_bytes(corpus, train_fraction);
     train_ = tokenizer_.encode(corpus.substr(0, cut));
     val_ = tokenizer_.encode(corpus.substr(cut));
+  }
+
+  // Parts encoded before (a token folder's): each id must be in the tokenizer's vocabulary.
+  TextDataset(Tokenizer tokenizer, std::vector<TokenId> train, std::vector<TokenId> val)
+      : tokenizer_(std::move(tokenizer)), train_(std::move(train)), val_(std::move(val)) {
+    for (const std::vector<TokenId>* part : {&train_, &val_})
+      for (std::size_t i = 0; i < part->size(); ++i)
+        if ((*part)[i] < 0 || static_cast<std::size_t>((*part)[i]) >= tokenizer_.vocab_size())
+          fail("TextDataset: token ", i, " of the ", part == &train_ ? "training" : "validation", " part is ",
+               (*part)[i], ", outside the vocabulary [0, ", tokenizer_.vocab_size(), ")");
   }
 
   const Tokenizer& tokenizer() const override { return tokenizer_; }

@@ -111,6 +111,14 @@ class Tokenizer {
     return bytes;
   }
 
+  // The same tokens: the same symbols (char) or merges (byte, bpe).
+  friend bool operator==(const Tokenizer& a, const Tokenizer& b) {
+    if (a.characters() != nullptr || b.characters() != nullptr)
+      return a.characters() != nullptr && b.characters() != nullptr &&
+             a.characters()->symbols() == b.characters()->symbols();
+    return a.byte_pairs()->merges() == b.byte_pairs()->merges();
+  }
+
   // "char (65 symbols)", "byte (256)", "bpe (1024 tokens)"
   std::string describe() const {
     switch (kind()) {

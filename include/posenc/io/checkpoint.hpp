@@ -8,12 +8,12 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
 #include "posenc/data/tokenizer.hpp"
+#include "posenc/io/tokenizer_metadata.hpp"
 #include "posenc/io/safetensors.hpp"
 #include "posenc/kernels/precision.hpp"
 #include "posenc/model/char_transformer.hpp"
@@ -82,47 +82,6 @@ struct CheckpointInfo {
 
 namespace detail {
 
-// The vocabulary as a JSON array of byte values: any byte survives, which a JSON string would not.
-inline std::string vocabulary_to_json(const std::string& symbols) {
-  nlohmann::json bytes = nlohmann::json::array();
-  for (unsigned char c : symbols) bytes.push_back(static_cast<int>(c));
-  return bytes.dump();
-}
-
-inline std::string vocabulary_from_json(const std::string& text) {
-  nlohmann::json bytes = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!bytes.is_array() || bytes.empty()) fail("is not a non-empty JSON array of byte values");
-  std::string symbols;
-  for (const auto& b : bytes) {
-    if (!b.is_number_integer() || b.get<long long>() < 0 || b.get<long long>() > 255)
-      fail("holds ", b.dump(), ", not a byte value 0..255");
-    symbols.push_back(static_cast<char>(b.get<int>()));
-  }
-  return symbols;
-}
-
-// BPE's merges as a JSON array of [left, right] token pairs, token 256 + i being merge i.
-inline std::string merges_to_json(const std::vector<BpeMerge>& merges) {
-  nlohmann::json pairs = nlohmann::json::array();
-  for (const BpeMerge& m : merges) pairs.push_back({m.left, m.right});
-  return pairs.dump();
-}
-
-inline std::vector<BpeMerge> merges_from_json(const std::string& text) {
-  const nlohmann::json pairs = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!pairs.is_array()) fail("is not a JSON array of token pairs");
-  std::vector<BpeMerge> merges;
-  for (const auto& pair : pairs) {
-    const auto token = [](const nlohmann::json& t) {
-      return t.is_number_integer() && t.get<long long>() >= 0 && t.get<long long>() < (1LL << 30);
-    };
-    if (!pair.is_array() || pair.size() != 2 || !token(pair[0]) || !token(pair[1]))
-      fail("holds ", pair.dump(), ", not a pair of token ids");
-    merges.push_back({pair[0].get<TokenId>(), pair[1].get<TokenId>()});
-  }
-  return merges;
-}
-
 inline const std::string& metadata_field(const SafetensorsFile& file, const std::string& key) {
   const auto it = file.metadata().find(key);
   if (it == file.metadata().end())
@@ -145,59 +104,6 @@ inline std::uint64_t metadata_number(const SafetensorsFile& file, const std::str
   return value;
 }
 
-// The tokenizer a checkpoint stores; one written before BPE existed has no "tokenizer" entry and
-// is char.
-inline Tokenizer read_tokenizer(const SafetensorsFile& file) {
-  const auto entry = file.metadata().find("tokenizer");
-  TokenizerKind kind = TokenizerKind::character;
-  if (entry != file.metadata().end()) {
-    try {
-      kind = parse_tokenizer_kind(entry->second);
-    } catch (const Error& e) {
-      fail("checkpoint '", file.source(), "': metadata 'tokenizer': ", e.what());
-    }
-  }
-  if (kind == TokenizerKind::character) {
-    const std::string& vocab = metadata_field(file, "vocab");
-    std::string symbols;
-    try {
-      symbols = vocabulary_from_json(vocab);
-    } catch (const Error& e) {
-      fail("checkpoint '", file.source(), "': metadata 'vocab' ", e.what());
-    }
-    try {
-      return CharTokenizer(symbols);
-    } catch (const Error& e) {
-      fail("checkpoint '", file.source(), "': metadata 'vocab': ", e.what());
-    }
-  }
-  const std::string& merge_list = metadata_field(file, "merges");
-  std::vector<BpeMerge> merges;
-  try {
-    merges = merges_from_json(merge_list);
-  } catch (const Error& e) {
-    fail("checkpoint '", file.source(), "': metadata 'merges' ", e.what());
-  }
-  Tokenizer tokenizer;
-  try {
-    tokenizer = BpeTokenizer(std::move(merges));
-  } catch (const Error& e) {
-    fail("checkpoint '", file.source(), "': metadata 'merges': ", e.what());
-  }
-  if (tokenizer.kind() != kind)
-    fail("checkpoint '", file.source(), "': metadata 'tokenizer' says ", tokenizer_name(kind), " but 'merges' holds ",
-         tokenizer.byte_pairs()->merges().size(), " merges");
-  return tokenizer;
-}
-
-inline void write_tokenizer(SafetensorsWriter& writer, const Tokenizer& tokenizer) {
-  writer.add_metadata("tokenizer", std::string(tokenizer_name(tokenizer.kind())));
-  if (const CharTokenizer* characters = tokenizer.characters())
-    writer.add_metadata("vocab", vocabulary_to_json(characters->symbols()));
-  else
-    writer.add_metadata("merges", merges_to_json(tokenizer.byte_pairs()->merges()));
-}
-
 }  // namespace detail
 
 // Reads and checks the model description in a checkpoint's metadata.
@@ -212,7 +118,7 @@ inline CheckpointInfo read_checkpoint_info(const SafetensorsFile& file) {
   info.heads = detail::metadata_number(file, "heads");
   info.context = detail::metadata_number(file, "context");
   info.max_context = detail::metadata_number(file, "max_context");
-  info.tokenizer = detail::read_tokenizer(file);
+  info.tokenizer = read_tokenizer_metadata(file.metadata(), "checkpoint '" + file.source() + "'");
   info.step = static_cast<std::int64_t>(detail::metadata_number(file, "step"));
   info.seed = detail::metadata_number(file, "seed");
   // checkpoints written before bf16 training existed have no entry: they were trained in fp32
@@ -260,7 +166,7 @@ void save_checkpoint(const std::string& path, const Model& model, const Tokenize
   writer.add_metadata("heads", std::to_string(Model::heads));
   writer.add_metadata("context", std::to_string(model.context()));
   writer.add_metadata("max_context", std::to_string(model.max_context()));
-  detail::write_tokenizer(writer, tokenizer);
+  for (const auto& [key, value] : tokenizer_metadata(tokenizer)) writer.add_metadata(key, value);
   writer.add_metadata("step", std::to_string(step));
   writer.add_metadata("seed", std::to_string(seed));
   writer.add_metadata("precision", precision_name(model.config().precision));

@@ -26,6 +26,7 @@
 #include "posenc/io/atomic_file.hpp"
 #include "posenc/io/checkpoint.hpp"
 #include "posenc/io/safetensors.hpp"
+#include "posenc/io/token_folder.hpp"
 #include "posenc/study/design.hpp"
 #include "posenc/study/record.hpp"
 #include "posenc/train/any_model.hpp"
@@ -81,20 +82,39 @@ class StudyRunner {
   // `corpus` is the text every run trains on (its path is design.run.data), or a task study's
   // text to hide its answers in (passkey's; the other tasks take none: "").
   StudyRunner(StudyDesign design, std::filesystem::path out, const std::string& corpus, MakeModel make_model)
+      : StudyRunner(std::move(design), std::move(out), corpus, std::nullopt, std::move(make_model)) {}
+
+  // A study of a token folder's corpus (shakespeare prepare): every run trains on its tokens, so
+  // every run's tokenizer must be the folder's.
+  StudyRunner(StudyDesign design, std::filesystem::path out, TokenFolder tokens, MakeModel make_model)
+      : StudyRunner(std::move(design), std::move(out), "", std::move(tokens), std::move(make_model)) {}
+
+ private:
+  StudyRunner(StudyDesign design, std::filesystem::path out, const std::string& corpus,
+              std::optional<TokenFolder> tokens, MakeModel make_model)
       : design_(validated(std::move(design))),
         paths_{std::move(out)},
-        digest_(design_.run.reads_corpus() ? corpus_digest(corpus) : std::string()),
+        digest_(tokens                       ? tokens->corpus_digest
+                : design_.run.reads_corpus() ? corpus_digest(corpus)
+                                             : std::string()),
         make_model_(std::move(make_model)),
         plan_(plan_runs(design_)) {
+    if (tokens && design_.run.task)
+      fail("task ", to_string(*design_.run.task), " reads text, not a token folder: give the text it was made from");
     // the data of each tokenizer the runs use, made once (a BPE tokenizer is trained here)
+    const std::optional<TokenizerSpec> folder_tokens =
+        tokens ? std::optional(tokens->data.tokenizer().spec()) : std::nullopt;
     for (const RunSpec& spec : plan_) {
       const RunConfig c = config(spec);
-      if (find_data(c.tokenizer) == nullptr) {
-        try {
-          data_.emplace_back(c.tokenizer, make_training_data(c, corpus));
-        } catch (const Error& e) {
-          fail("run ", spec.id(), ": ", e.what());
-        }
+      if (folder_tokens && c.tokenizer != *folder_tokens)
+        fail("run ", spec.id(), ": the token folder holds tokens of ", to_string(*folder_tokens), ", not of the run's ",
+             to_string(c.tokenizer));
+      if (find_data(c.tokenizer) != nullptr) continue;
+      try {
+        if (tokens) data_.emplace_back(c.tokenizer, std::make_unique<TextDataset>(std::move(tokens->data)));
+        else data_.emplace_back(c.tokenizer, make_training_data(c, corpus));
+      } catch (const Error& e) {
+        fail("run ", spec.id(), ": ", e.what());
       }
     }
     if (const auto* task = data_.empty() ? nullptr : dynamic_cast<const TaskData*>(data_.front().second.get())) {
@@ -124,6 +144,7 @@ class StudyRunner {
     }
   }
 
+ public:
   const StudyDesign& design() const { return design_; }
   const StudyPaths& paths() const { return paths_; }
   const std::vector<RunSpec>& plan() const { return plan_; }
