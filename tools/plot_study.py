@@ -29,9 +29,10 @@ STUDY_DIR/plots/:
                   seeds, a line per variant, the trained lengths shaded; a panel per RoPE scaling
                   when the study has --extrapolate-rope (the rotary variants under it)
 A study with --grid gets instead
-  grid_final_val_loss  full-pass validation loss of each variant at each setting: mean ± sd over
-                       seeds, each seed as a dot, the settings along x; the published means dashed
-                       when the first setting is the published design
+  grid_final_val_loss  full-pass validation loss of each variant at each setting (in bits per byte
+                       when the grid crosses the tokens): mean ± sd over seeds, each seed as a dot,
+                       the settings along x; the published means dashed when the first setting is
+                       the published design
   grid_differences     each variant at each setting minus itself at the first setting (the study's
                        own for --grid-point), paired by seed: the mean, each seed as a dot
   task_accuracy-SETTING  (a task grid) task_accuracy at each setting
@@ -484,9 +485,15 @@ def grid_figure(columns, variants):
     return plt.subplots(figsize=(figure_width(len(columns) * max(1, len(variants)) / 2), 4.5))
 
 
+def in_bits_per_byte(summary):
+    """Whether a grid compares its settings in bits per byte (one that crosses the tokens)."""
+    return any("val_bits_per_byte" in c for c in summary.get("across", []))
+
+
 def plot_grid(summary, study):
     settings = summary["settings"]
     variants = grid_variants(summary)
+    bits = in_bits_per_byte(summary)  # nats per token of two tokenizers are not one scale
 
     def row_of(variant, setting):
         rows = [v for v in setting["summary"]["variants"] if v["variant"] == variant and v["n"] > 0]
@@ -494,14 +501,15 @@ def plot_grid(summary, study):
 
     fig, ax = grid_figure(settings, variants)
     for x, style, label, row in grid_cells(variants, settings, row_of):
-        sd = row["sd_val_loss"] or 0.0
-        ax.errorbar([x], [row["mean_val_loss"]], yerr=[sd], capsize=3, linestyle="none", label=label, **style)
-        ax.scatter([x] * len(row["val_loss"]), row["val_loss"], s=10, alpha=0.5, color=style["color"])
+        values = row["val_bits_per_byte"] if bits else row["val_loss"]
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        ax.errorbar([x], [statistics.fmean(values)], yerr=[sd], capsize=3, linestyle="none", label=label, **style)
+        ax.scatter([x] * len(values), values, s=10, alpha=0.5, color=style["color"])
     # The published means, when the grid's first setting is the published design: the settings it
     # varies are then the published study's unstated choices, and the question is which comes near.
     first = settings[0]["summary"]
     title = "each variant at each setting: mean ± sd over seeds, seeds as dots"
-    if first.get("published_design"):
+    if first.get("published_design") and not bits:
         for i, variant in enumerate(variants):
             published = next((v["published"] for v in first["variants"]
                               if v["variant"] == variant and "published" in v), None)
@@ -509,7 +517,7 @@ def plot_grid(summary, study):
                 ax.axhline(published["mean_val_loss"], color=f"C{i % 10}", linestyle="--", linewidth=0.8)
         title += "; dashed: published mean"
     ax.set_xticks(range(len(settings)), [s["setting"].replace(" ", "\n") for s in settings])
-    ax.set_ylabel("final validation loss (full pass)")
+    ax.set_ylabel("final validation bits per byte (full pass)" if bits else "final validation loss (full pass)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     save(fig, study, "grid_final_val_loss")
@@ -518,8 +526,9 @@ def plot_grid(summary, study):
 def plot_grid_differences(summary, study):
     """Each variant at each setting minus the same variant at the first setting, paired by seed."""
     first = summary["settings"][0]["setting"]
+    metric = "val_bits_per_byte" if in_bits_per_byte(summary) else "val_loss"
     # a crossed grid also compares points one axis apart; this plot keeps those against the first
-    across = [c for c in summary.get("across", []) if c["val_loss"] and c["baseline"] == first]
+    across = [c for c in summary.get("across", []) if c[metric] and c["baseline"] == first]
     if not across:
         return False
     settings = [s["setting"] for s in summary["settings"][1:]]
@@ -531,12 +540,13 @@ def plot_grid_differences(summary, study):
 
     fig, ax = grid_figure(settings, variants)
     for x, style, label, row in grid_cells(variants, settings, row_of):
-        differences = [a - b for a, b in zip(row["val_loss"], row["baseline_val_loss"])]
+        differences = [a - b for a, b in zip(row[metric], row["baseline_" + metric])]
         ax.scatter([x] * len(differences), differences, s=10, alpha=0.5, color=style["color"])
         ax.plot([x], [row["mean_difference"]], linestyle="none", label=label, markersize=7, **style)
     ax.axhline(0, color="gray", linewidth=0.8)
     ax.set_xticks(range(len(settings)), [s.replace(" ", "\n") for s in settings])
-    ax.set_ylabel(f"val loss − at {summary['settings'][0]['setting']}")
+    unit = "val bits per byte" if metric == "val_bits_per_byte" else "val loss"
+    ax.set_ylabel(f"{unit} − at {summary['settings'][0]['setting']}")
     ax.set_title("each setting against the first, paired by seed: mean, seeds as dots")
     ax.legend(fontsize=8)
     save(fig, study, "grid_differences")

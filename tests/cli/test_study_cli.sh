@@ -134,6 +134,16 @@ if "$bin" "${one_step[@]}" --grid init=normal,pytorch --grid tie-weights=false,t
 else
   failed "--grid: $(tail -5 grid.log)"
 fi
+# A grid across the tokens: each point trains in its own tokens, and the settings compare in bits per byte.
+if "$bin" "${one_step[@]}" --grid tokenizer=char,bpe --vocab-size 280 --out tokens > tokens.log 2>&1 &&
+   [ -f tokens/records/learned-seed1-steps1-tokenizer-bpe.json ] &&
+   grep -q "The settings differ in their tokens, so they compare in validation bits per byte" tokens/summary.md &&
+   python3 -c 'import json,sys; j=json.load(open("tokens/summary.json")); sys.exit(0 if "val_bits_per_byte" in j["across"][0] else 1)'; then
+  pass "--grid tokenizer=char,bpe trains each point in its tokens and compares them in bits per byte"
+else
+  failed "--grid tokenizer: $(tail -5 tokens.log)"
+fi
+
 # Listed grid points: the study's own settings (a plain study's record, copied in, is not trained
 # again) and each point's settings together.
 mkdir -p points/records && cp narrow/records/learned-seed1-steps1.json points/records/
@@ -219,6 +229,11 @@ if [ -n "$python" ]; then
     pass "plot_study.py draws a grid study: each setting, and each against the first"
   else
     failed "grid plot: $(tail -5 grid-plot.log)"
+  fi
+  if "$python" "$root/tools/plot_study.py" tokens > tokens-plot.log 2>&1 && [ -s tokens/plots/grid_differences.png ]; then
+    pass "plot_study.py draws a grid across the tokens in bits per byte"
+  else
+    failed "tokens grid plot: $(tail -5 tokens-plot.log)"
   fi
   # a folder that is no study, one before its summary and one without a finished run: a message, no traceback
   mkdir -p no-summary
