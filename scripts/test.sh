@@ -20,10 +20,10 @@ for arg in "$@"; do
 done
 
 if [ "$quick" -eq 1 ]; then
-  scripts/install-deps.sh --mpi --bench --plots
+  scripts/install-deps.sh --mpi --bench --plots --python
   cmake --workflow --preset test
 else
-  scripts/install-deps.sh --mpi --fuzz --bench --plots
+  scripts/install-deps.sh --mpi --fuzz --bench --plots --python
   cmake --workflow --preset test
   cmake --workflow --preset sanitize
   cmake --workflow --preset fuzz

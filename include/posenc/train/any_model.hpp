@@ -37,6 +37,19 @@ class AnyModel {
   virtual ~AnyModel() = default;
   virtual std::string_view encoding_name() const = 0;
   virtual std::size_t parameter_count() const = 0;
+  virtual std::size_t vocab_size() const = 0;
+  // The logits (B, T, V) of `inputs`, no gradient, in a tensor the caller owns.
+  virtual Tensor<float, 3> logits(const Tokens& inputs) = 0;
+  // The mean cross-entropy of `targets` after `inputs` (B, T each), no gradient.
+  virtual double loss(const Tokens& inputs, const Tokens& targets) = 0;
+  // A parameter tensor of the model: its nanoGPT name and shape, and its values in the model's
+  // one buffer (valid while the model lives and is not trained).
+  struct NamedParameter {
+    const std::string* name;
+    const std::vector<std::size_t>* shape;
+    const float* values;
+  };
+  virtual std::vector<NamedParameter> named_parameters() const = 0;
   virtual std::size_t max_context() const = 0;
   // Whether max_context() is the rows of a position table (Learned), not a chosen limit.
   virtual bool context_bounded_by_position_table() const = 0;
@@ -78,6 +91,15 @@ class ModelOf final : public AnyModel {
 
   std::string_view encoding_name() const override { return Model::encoding_name(); }
   std::size_t parameter_count() const override { return model_.parameter_count(); }
+  std::size_t vocab_size() const override { return model_.vocab_size(); }
+  Tensor<float, 3> logits(const Tokens& inputs) override { return model_.forward(inputs); }
+  double loss(const Tokens& inputs, const Tokens& targets) override { return model_.loss(inputs, targets); }
+  std::vector<NamedParameter> named_parameters() const override {
+    std::vector<NamedParameter> list;
+    for (const ParameterInfo& e : model_.parameter_table().entries())
+      list.push_back({&e.name, &e.shape, model_.parameters()[e.slot]});
+    return list;
+  }
   std::size_t max_context() const override { return model_.max_context(); }
   bool context_bounded_by_position_table() const override { return model_.context_bounded_by_position_table(); }
   PositionLoss per_position_loss(const std::vector<TokenId>& tokens, std::size_t length,

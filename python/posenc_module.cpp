@@ -1,0 +1,253 @@
+// The Python module posenc._posenc: the registry, and a checkpoint's model with numpy in and out (issue 42, first part).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <posenc/transformer.hpp>
+
+#include "../examples/common/any_model.hpp"
+#include "../examples/common/model_sizes.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// A checkpoint's model, as `shakespeare eval` loads it, with its description and tokenizer.
+class Model {
+ public:
+  explicit Model(const std::string& path, std::size_t max_context) : path_(path) {
+    const posenc::SafetensorsFile file = posenc::read_safetensors(path);
+    info_ = posenc::read_checkpoint_info(file);
+    model_ = examples::make_model({info_.policy, info_.layers, info_.dim, info_.heads},
+                                  info_.model_config(std::max(max_context, info_.max_context)));
+    model_->load_parameters(file);
+  }
+
+  const posenc::CheckpointInfo& info() const { return info_; }
+  posenc::AnyModel& model() { return *model_; }
+  const posenc::AnyModel& model() const { return *model_; }
+  const std::string& path() const { return path_; }
+
+  // Token ids as a (B, T) batch: a 1-D array is one sequence; every id must be in the vocabulary
+  // and a sequence no longer than the model takes.
+  posenc::Tokens tokens(const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids,
+                        const char* what) const {
+    if (ids.ndim() != 1 && ids.ndim() != 2)
+      throw py::value_error(std::string(what) + ": expected a 1-D or 2-D array of token ids, got " +
+                            std::to_string(ids.ndim()) + " dimensions");
+    const std::size_t B = ids.ndim() == 2 ? static_cast<std::size_t>(ids.shape(0)) : 1;
+    const std::size_t T = static_cast<std::size_t>(ids.shape(ids.ndim() - 1));
+    if (B == 0 || T == 0) throw py::value_error(std::string(what) + ": the array is empty");
+    if (T > model_->max_context())
+      throw py::value_error(std::string(what) + ": " + std::to_string(T) + " tokens a sequence, more than this " +
+                            info_.policy + " model takes (" + std::to_string(model_->max_context()) +
+                            "; posenc.load(..., max_context=N) raises the limit where the encoding allows)");
+    posenc::Tokens out({B, T});
+    const std::int64_t* data = ids.data();
+    const auto V = static_cast<std::int64_t>(model_->vocab_size());
+    for (std::size_t i = 0; i < B * T; ++i) {
+      if (data[i] < 0 || data[i] >= V)
+        throw py::value_error(std::string(what) + ": token id " + std::to_string(data[i]) + " at flat index " +
+                              std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+      out.data()[i] = static_cast<posenc::TokenId>(data[i]);
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+  posenc::CheckpointInfo info_;
+  std::unique_ptr<posenc::AnyModel> model_;
+};
+
+std::string as_bytes(const py::object& text) {
+  if (py::isinstance<py::bytes>(text)) return text.cast<std::string>();
+  if (py::isinstance<py::str>(text)) return text.cast<std::string>();  // UTF-8
+  throw py::type_error("expected str or bytes, got " + std::string(py::str(py::type::of(text).attr("__name__"))));
+}
+
+py::array_t<std::int32_t> as_array(const std::vector<posenc::TokenId>& ids) {
+  py::array_t<std::int32_t> out(static_cast<py::ssize_t>(ids.size()));
+  std::copy(ids.begin(), ids.end(), out.mutable_data());
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_posenc, m) {
+  m.doc() = "posenc: positional encodings in small character and subword transformers, trained on the CPU";
+  py::register_exception<posenc::Error>(m, "Error", PyExc_RuntimeError);
+
+  m.def(
+      "policies",
+      [] {
+        py::list list;
+        posenc::for_each_policy([&]<class P>() {
+          list.append(py::dict(py::arg("name") = std::string(P::name), py::arg("summary") = std::string(P::summary),
+                               py::arg("rotary") = posenc::is_rotary_policy<P>));
+        });
+        return list;
+      },
+      "Every positional encoding: its name, what it is, and whether it is rotary");
+  m.def(
+      "model_sizes",
+      [] {
+        return []<class... Size>(std::tuple<Size...>*) {
+          return std::vector<std::tuple<std::size_t, std::size_t, std::size_t>>{
+              {Size::layers, Size::dim, Size::heads}...};
+        }(static_cast<examples::ModelSizes*>(nullptr));
+      },
+      "The (layers, dim, heads) this build has models for");
+  m.def("set_num_threads", [](int n) {
+    if (n < 1) throw py::value_error("set_num_threads: expected at least 1 thread, got " + std::to_string(n));
+    posenc::set_num_threads(static_cast<std::size_t>(n));
+  }, py::arg("n"), "Fixes the kernels' thread count");
+  m.def("num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
+
+  py::class_<Model>(m, "Model", "A checkpoint's model (posenc.load)")
+      .def(py::init<const std::string&, std::size_t>(), py::arg("path"), py::arg("max_context") = 0)
+      .def_property_readonly("path", &Model::path)
+      .def_property_readonly("policy", [](const Model& x) { return x.info().policy; })
+      .def_property_readonly("layers", [](const Model& x) { return x.info().layers; })
+      .def_property_readonly("dim", [](const Model& x) { return x.info().dim; })
+      .def_property_readonly("heads", [](const Model& x) { return x.info().heads; })
+      .def_property_readonly("context", [](const Model& x) { return x.info().context; })
+      .def_property_readonly("max_context", [](const Model& x) { return x.model().max_context(); })
+      .def_property_readonly("step", [](const Model& x) { return x.info().step; })
+      .def_property_readonly("vocab_size", [](const Model& x) { return x.model().vocab_size(); })
+      .def_property_readonly("parameter_count", [](const Model& x) { return x.model().parameter_count(); })
+      .def_property_readonly("tokenizer", [](const Model& x) { return x.info().tokenizer.describe(); })
+      .def(
+          "encode",
+          [](const Model& x, const py::object& text) {
+            const std::string bytes = as_bytes(text);
+            if (const std::size_t i = x.info().tokenizer.first_unencodable(bytes); i != std::string::npos)
+              throw py::value_error("encode: byte " + std::to_string(static_cast<unsigned char>(bytes[i])) +
+                                    " at offset " + std::to_string(i) + " is not in the checkpoint's vocabulary");
+            return as_array(x.info().tokenizer.encode(bytes));
+          },
+          py::arg("text"), "The text's token ids (str is encoded as UTF-8)")
+      .def(
+          "decode",
+          [](const Model& x, const std::vector<posenc::TokenId>& ids) {
+            return py::bytes(x.info().tokenizer.decode(ids));
+          },
+          py::arg("ids"), "The bytes token ids stand for")
+      .def(
+          "forward",
+          [](Model& x, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids) {
+            const posenc::Tokens tokens = x.tokens(ids, "forward");
+            posenc::Tensor<float, 3> logits;
+            {
+              py::gil_scoped_release unlocked;
+              logits = x.model().logits(tokens);
+            }
+            std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(logits.shape(0)),
+                                              static_cast<py::ssize_t>(logits.shape(1)),
+                                              static_cast<py::ssize_t>(logits.shape(2))};
+            py::array_t<float> out(shape);
+            std::copy(logits.begin(), logits.end(), out.mutable_data());
+            return ids.ndim() == 1 ? out[py::int_(0)].cast<py::array_t<float>>() : out;
+          },
+          py::arg("tokens"), "Logits (B, T, V) as float32 for token ids (B, T), or (T, V) for (T,)")
+      .def(
+          "loss",
+          [](Model& x, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& inputs,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& targets) {
+            const posenc::Tokens in = x.tokens(inputs, "loss inputs"), out = x.tokens(targets, "loss targets");
+            if (in.shape() != out.shape()) throw py::value_error("loss: inputs and targets differ in shape");
+            py::gil_scoped_release unlocked;
+            return x.model().loss(in, out);
+          },
+          py::arg("inputs"), py::arg("targets"), "Mean cross-entropy (nats a token) of targets after inputs")
+      .def(
+          "evaluate",
+          [](Model& x, const std::string& data, std::size_t context, std::size_t batch) {
+            const posenc::Tokenizer& tokenizer = x.info().tokenizer;
+            posenc::TextDataset dataset = [&] {
+              if (posenc::is_token_folder(data)) {
+                posenc::TokenFolder folder = posenc::read_token_folder(data);
+                if (!(folder.data.tokenizer() == tokenizer))
+                  posenc::fail("token folder '", data, "' holds tokens of ", folder.data.tokenizer().describe(),
+                               ", not of the checkpoint's ", tokenizer.describe());
+                return std::move(folder.data);
+              }
+              return posenc::TextDataset(posenc::read_corpus(data), tokenizer);
+            }();
+            const std::size_t T = context != 0 ? context : x.info().context;
+            if (T > x.model().max_context())
+              throw py::value_error("evaluate: context " + std::to_string(T) + " is longer than this model takes (" +
+                                    std::to_string(x.model().max_context()) + ")");
+            posenc::LossResult train, val;
+            {
+              py::gil_scoped_release unlocked;
+              train = x.model().evaluate_loss(dataset.train(), T, batch);
+              val = x.model().evaluate_loss(dataset.val(), T, batch);
+            }
+            const double train_bytes = dataset.bytes_per_target(posenc::Split::train);
+            const double val_bytes = dataset.bytes_per_target(posenc::Split::validation);
+            return py::dict(py::arg("train_loss") = train.loss, py::arg("val_loss") = val.loss,
+                            py::arg("train_targets") = train.targets, py::arg("val_targets") = val.targets,
+                            py::arg("train_bits_per_byte") = posenc::bits_per_byte(train.loss, train_bytes),
+                            py::arg("val_bits_per_byte") = posenc::bits_per_byte(val.loss, val_bytes),
+                            py::arg("context") = T);
+          },
+          py::arg("data"), py::arg("context") = 0, py::arg("batch") = 32,
+          "Full-pass train and validation loss of a corpus (a text, a folder or a token folder), as shakespeare eval")
+      .def(
+          "sample",
+          [](Model& x, const py::object& prompt, std::size_t tokens, double temperature, std::size_t top_k,
+             double top_p, std::uint64_t seed) {
+            const std::string text = as_bytes(prompt);
+            const posenc::Tokenizer& tokenizer = x.info().tokenizer;
+            if (text.empty()) throw py::value_error("sample: the prompt is empty; give at least one character");
+            if (const std::size_t i = tokenizer.first_unencodable(text); i != std::string::npos)
+              throw py::value_error("sample: byte " + std::to_string(static_cast<unsigned char>(text[i])) +
+                                    " of the prompt is not in the checkpoint's vocabulary");
+            if (!(temperature >= 0)) throw py::value_error("sample: temperature must be ≥ 0");
+            if (!(top_p > 0 && top_p <= 1)) throw py::value_error("sample: top_p must lie in (0, 1]");
+            posenc::SamplingOptions options;
+            options.temperature = temperature;
+            options.top_k = top_k;
+            options.top_p = top_p;
+            options.seed = seed;
+            const std::vector<posenc::TokenId> ids = tokenizer.encode(text);
+            std::vector<posenc::TokenId> generated;
+            {
+              py::gil_scoped_release unlocked;
+              generated = x.model().generate(ids, tokens, options);
+            }
+            return py::bytes(text + tokenizer.decode(generated));
+          },
+          py::arg("prompt"), py::arg("tokens") = 200, py::arg("temperature") = 0.8, py::arg("top_k") = 40,
+          py::arg("top_p") = 1.0, py::arg("seed") = 1,
+          "The prompt and `tokens` sampled tokens after it, as bytes (the sample command's)")
+      .def(
+          "parameters",
+          [](const Model& x) {
+            py::dict out;
+            for (const posenc::AnyModel::NamedParameter& p : x.model().named_parameters()) {
+              std::vector<py::ssize_t> shape(p.shape->begin(), p.shape->end());
+              py::array_t<float> a(shape);
+              std::copy(p.values, p.values + a.size(), a.mutable_data());
+              out[py::str(*p.name)] = a;
+            }
+            return out;
+          },
+          "Every parameter by nanoGPT name, as float32 arrays (copies)")
+      .def("__repr__", [](const Model& x) {
+        return "<posenc.Model " + x.info().policy + " " + std::to_string(x.info().layers) + "x" +
+               std::to_string(x.info().dim) + "x" + std::to_string(x.info().heads) + ", " +
+               x.info().tokenizer.describe() + ", step " + std::to_string(x.info().step) + " from '" + x.path() + "'>";
+      });
+}

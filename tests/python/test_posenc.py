@@ -1,0 +1,112 @@
+"""Tests of the Python module posenc: the registry, a checkpoint's model with numpy in and out, errors."""
+import json
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+import posenc
+
+
+def test_policies_are_the_registry():
+    names = [p["name"] for p in posenc.policies()]
+    assert len(names) == 12 and "rope" in names and "alibi" in names
+    rotary = {p["name"] for p in posenc.policies() if p["rotary"]}
+    assert "rope" in rotary and "alibi" not in rotary
+    assert all(p["summary"] for p in posenc.policies())
+    assert (2, 64, 4) in posenc.model_sizes()
+
+
+def test_threads():
+    posenc.set_num_threads(2)
+    assert posenc.num_threads() == 2
+    with pytest.raises(ValueError):
+        posenc.set_num_threads(0)
+
+
+def test_a_checkpoint_loads_with_its_description(checkpoint):
+    model = posenc.load(checkpoint)
+    assert (model.policy, model.layers, model.dim, model.heads, model.context) == ("rope", 2, 64, 4, 16)
+    assert model.step == 20
+    assert model.tokenizer.startswith("char")
+    assert "rope" in repr(model)
+
+
+def test_forward_gives_float32_logits_of_the_right_shape(checkpoint):
+    model = posenc.load(checkpoint)
+    ids = model.encode("to be or not")
+    assert ids.dtype == np.int32 and ids.shape == (12,)
+    assert model.decode(ids) == b"to be or not"
+    logits = model.forward(ids)
+    assert logits.dtype == np.float32 and logits.shape == (12, model.vocab_size)
+    batch = model.forward(np.stack([ids, ids[::-1]]))
+    assert batch.shape == (2, 12, model.vocab_size)
+    np.testing.assert_allclose(batch[0], logits, rtol=1e-5, atol=1e-5)  # a sequence's logits are its own
+
+
+def test_loss_is_the_cross_entropy_of_the_logits(checkpoint):
+    model = posenc.load(checkpoint)
+    ids = model.encode("that is the question")
+    x, y = ids[:-1][None, :], ids[1:][None, :]
+    logits = model.forward(x).astype(np.float64)[0]
+    log_softmax = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) \
+        - logits.max(1, keepdims=True)
+    expected = -log_softmax[np.arange(len(y[0])), y[0]].mean()
+    assert model.loss(x, y) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["char", "bpe"])
+def test_evaluate_equals_the_program(kind, checkpoint, bpe_checkpoint, shakespeare, corpus):
+    path = checkpoint if kind == "char" else bpe_checkpoint
+    result = posenc.load(path).evaluate(str(corpus))
+    program = json.loads(subprocess.run([shakespeare, "eval", "--checkpoint", path, "--data", str(corpus), "--json",
+                                         "--threads", "1"], check=True, capture_output=True, text=True).stdout)
+    for key in ("train_loss", "val_loss", "train_bits_per_byte", "val_bits_per_byte", "train_targets",
+                "val_targets"):
+        assert result[key] == pytest.approx(program[key], rel=1e-12), key
+    if kind == "char":
+        assert result["val_bits_per_byte"] == pytest.approx(result["val_loss"] / math.log(2), rel=1e-12)
+
+
+def test_sample_is_seeded_and_equals_the_program(checkpoint, shakespeare):
+    model = posenc.load(checkpoint)
+    a = model.sample("ROMEO:", tokens=40, seed=3)
+    assert a.startswith(b"ROMEO:") and a == model.sample("ROMEO:", tokens=40, seed=3)
+    program = subprocess.run([shakespeare, "sample", "--checkpoint", checkpoint, "--prompt", "ROMEO:", "--tokens",
+                              "40", "--seed", "3", "--threads", "1"], check=True, capture_output=True).stdout
+    assert program == a + b"\n"
+
+
+def test_parameters_by_nanogpt_name(checkpoint):
+    model = posenc.load(checkpoint)
+    params = model.parameters()
+    assert params["transformer.wte.weight"].shape == (model.vocab_size, 64)
+    assert params["transformer.h.1.attn.c_attn.weight"].shape == (192, 64)
+    assert sum(p.size for p in params.values()) == model.parameter_count
+    assert all(p.dtype == np.float32 for p in params.values())
+
+
+def test_bad_input_raises_a_python_error(checkpoint, tmp_path):
+    model = posenc.load(checkpoint)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model.forward(np.array([0, 1, model.vocab_size]))
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        model.forward(np.zeros((1, 2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="more than this rope model takes"):
+        model.forward(np.zeros(model.max_context + 1, dtype=np.int64))
+    with pytest.raises(ValueError, match="not in the checkpoint's vocabulary"):
+        model.encode("zebra")
+    with pytest.raises(ValueError, match="differ in shape"):
+        model.loss(np.zeros((1, 4)), np.zeros((1, 5)))
+    with pytest.raises(TypeError):
+        model.encode(42)
+    with pytest.raises(TypeError):
+        model.forward("not an array of ids")
+    with pytest.raises(ValueError, match="top_p"):
+        model.sample("to", top_p=0)
+    with pytest.raises(posenc.Error, match="cannot open"):
+        posenc.load(tmp_path / "missing.safetensors")
+    (tmp_path / "bad.safetensors").write_bytes(b"not a checkpoint")
+    with pytest.raises(posenc.Error, match="bad.safetensors"):
+        posenc.load(tmp_path / "bad.safetensors")
