@@ -1,7 +1,9 @@
 """Tests of the Python module posenc: the registry, a checkpoint's model with numpy in and out, errors."""
 import json
 import math
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -110,3 +112,45 @@ def test_bad_input_raises_a_python_error(checkpoint, tmp_path):
     (tmp_path / "bad.safetensors").write_bytes(b"not a checkpoint")
     with pytest.raises(posenc.Error, match="bad.safetensors"):
         posenc.load(tmp_path / "bad.safetensors")
+
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def test_study_records_read_as_plain_data():
+    copy = os.path.join(ROOT, "docs", "results", "tasks", "copy")
+    records = posenc.study.read_records(copy)
+    assert len(records) == 36  # twelve encodings × three seeds
+    assert {r["seed"] for r in records} == {1, 2, 3} and len({r["variant"] for r in records}) == 12
+    rows = posenc.study.task_accuracy(records)
+    # every tested length of every run, but the learned table's past its 33 rows (a note, no accuracy)
+    assert len(rows) == 36 * 128 - 3 * 112 and all(0 <= a <= 1 for _, _, _, a in rows)
+    learned_in_range = [a for v, _, n, a in rows if v == "learned" and n <= 16]
+    assert sum(learned_in_range) / len(learned_in_range) > 0.95  # docs/results.md: learned 0.99 in range
+    summary = posenc.study.read_summary(copy)
+    assert {v["variant"] for v in summary["variants"]} == {r["variant"] for r in records}
+    losses = posenc.study.final_losses(records)
+    assert all(bits == pytest.approx(loss / math.log(2)) for _, _, loss, bits in losses)
+
+
+def test_study_errors_name_the_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        posenc.study.read_records(tmp_path / "missing")
+    with pytest.raises(ValueError, match="holds no study records"):
+        posenc.study.read_records(tmp_path)
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(ValueError, match="is not a study record"):
+        posenc.study.read_records(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no summary.json"):
+        posenc.study.read_summary(tmp_path)
+
+
+def test_the_example_reproduces_the_task_figure(tmp_path):
+    script = os.path.join(ROOT, "examples", "python", "task_accuracy.py")
+    out = tmp_path / "copy.png"
+    result = subprocess.run([sys.executable, script, os.path.join(ROOT, "docs/results/tasks/copy"), str(out)],
+                            capture_output=True, text=True, env=dict(os.environ))
+    if "No module named 'matplotlib'" in result.stderr:
+        pytest.skip("matplotlib is not installed")
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 10000 and "12 encodings, 36 runs" in result.stdout
