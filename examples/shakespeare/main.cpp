@@ -1,17 +1,19 @@
-// shakespeare: train, evaluate and sample posenc's character transformers from the command line.
-//   shakespeare train  --posenc rope --steps 2000 --out runs/rope
-//   shakespeare eval   --checkpoint runs/rope/model.safetensors --data data/tinyshakespeare/input.txt
-//   shakespeare sample --checkpoint runs/rope/model.safetensors --prompt "ROMEO:" --tokens 500
+// shakespeare: train, evaluate and sample posenc's transformers (character or subword tokens) from the command line.
+//   shakespeare train   --posenc rope --steps 2000 --out runs/rope
+//   shakespeare eval    --checkpoint runs/rope/model.safetensors --data data/tinyshakespeare/input.txt
+//   shakespeare sample  --checkpoint runs/rope/model.safetensors --prompt "ROMEO:" --tokens 500
+//   shakespeare prepare --tokenizer bpe --vocab-size 1024 --out data/shakespeare-bpe1024
 // Bad input prints one line naming what was wrong and exits with status 2.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -373,8 +375,7 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
         "byte = loss / %.4f)\n%8s  %16s  %22s\n",
         examples::compute_summary().c_str(), o.checkpoint.c_str(), info.policy.c_str(),
         static_cast<long long>(info.step), info.context, data.val().size() - 1, val_bytes,
-        posenc::bits_per_byte(1, val_bytes) > 0 ? 1 / posenc::bits_per_byte(1, val_bytes) : 0.0, "length",
-        "non-overlapping", "sliding window");
+        val_bytes * std::log(2.0), "length", "non-overlapping", "sliding window");
   if (!o.json && info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
   for (const std::size_t L : o.contexts) {
     const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
@@ -625,7 +626,8 @@ int main(int argc, char** argv) {
   const examples::World world(argc, argv);  // MPI under mpirun (data-parallel train)
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // redirected too, lines in order with stderr's
   program_name = argv[0];
-  CLI::App app{"Train, evaluate and sample character-level transformers with posenc's positional encodings."};
+  CLI::App app{"Train, evaluate and sample small transformers (character or subword tokens) with posenc's positional "
+               "encodings."};
   app.require_subcommand(1);
   app.fallthrough();  // --threads may also follow the subcommand
   int threads = 0;
