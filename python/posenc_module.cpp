@@ -40,8 +40,14 @@ class Model {
 
   // Token ids as a (B, T) batch: a 1-D array is one sequence; every id must be in the vocabulary
   // and a sequence no longer than the model takes.
-  posenc::Tokens tokens(const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids,
-                        const char* what) const {
+  posenc::Tokens tokens(const py::object& ids_like, const char* what) const {
+    const py::array given = py::array::ensure(ids_like);  // a list of ints too
+    if (!given) throw py::type_error(std::string(what) + ": expected an array of token ids");
+    // integers only: numpy would turn 1.7 into 1 without a word
+    if (const char kind = given.dtype().kind(); kind != 'i' && kind != 'u')
+      throw py::type_error(std::string(what) + ": expected integer token ids, got an array of dtype " +
+                           std::string(py::str(given.dtype())));
+    const auto ids = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
     if (ids.ndim() != 1 && ids.ndim() != 2)
       throw py::value_error(std::string(what) + ": expected a 1-D or 2-D array of token ids, got " +
                             std::to_string(ids.ndim()) + " dimensions");
@@ -145,7 +151,7 @@ PYBIND11_MODULE(_posenc, m) {
           py::arg("ids"), "The bytes token ids stand for")
       .def(
           "forward",
-          [](Model& x, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids) {
+          [](Model& x, const py::object& ids) {
             const posenc::Tokens tokens = x.tokens(ids, "forward");
             posenc::Tensor<float, 3> logits;
             {
@@ -157,13 +163,12 @@ PYBIND11_MODULE(_posenc, m) {
                                               static_cast<py::ssize_t>(logits.shape(2))};
             py::array_t<float> out(shape);
             std::copy(logits.begin(), logits.end(), out.mutable_data());
-            return ids.ndim() == 1 ? out[py::int_(0)].cast<py::array_t<float>>() : out;
+            return py::array::ensure(ids).ndim() == 1 ? out[py::int_(0)].cast<py::array_t<float>>() : out;
           },
           py::arg("tokens"), "Logits (B, T, V) as float32 for token ids (B, T), or (T, V) for (T,)")
       .def(
           "loss",
-          [](Model& x, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& inputs,
-             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& targets) {
+          [](Model& x, const py::object& inputs, const py::object& targets) {
             const posenc::Tokens in = x.tokens(inputs, "loss inputs"), out = x.tokens(targets, "loss targets");
             if (in.shape() != out.shape()) throw py::value_error("loss: inputs and targets differ in shape");
             py::gil_scoped_release unlocked;

@@ -100,7 +100,10 @@ def test_bad_input_raises_a_python_error(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="not in the checkpoint's vocabulary"):
         model.encode("zebra")
     with pytest.raises(ValueError, match="differ in shape"):
-        model.loss(np.zeros((1, 4)), np.zeros((1, 5)))
+        model.loss(np.zeros((1, 4), dtype=np.int64), np.zeros((1, 5), dtype=np.int32))
+    with pytest.raises(TypeError, match="expected integer token ids, got an array of dtype float64"):
+        model.forward(np.array([1.7, 2.0]))
+    assert model.forward([1, 2, 3]).shape == (3, model.vocab_size)  # a list of ints is an array of them
     with pytest.raises(TypeError):
         model.encode(42)
     with pytest.raises(TypeError):
