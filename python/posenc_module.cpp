@@ -239,17 +239,21 @@ PYBIND11_MODULE(_posenc, m) {
           "The prompt and `tokens` sampled tokens after it, as bytes (the sample command's)")
       .def(
           "parameters",
-          [](const Model& x) {
+          [](py::object self) {
+            const Model& x = self.cast<const Model&>();
             py::dict out;
             for (const posenc::AnyModel::NamedParameter& p : x.model().named_parameters()) {
               std::vector<py::ssize_t> shape(p.shape->begin(), p.shape->end());
-              py::array_t<float> a(shape);
-              std::copy(p.values, p.values + a.size(), a.mutable_data());
-              out[py::str(*p.name)] = a;
+              // a view into the model's one buffer, which it keeps alive; read-only, as the model
+              // never changes after loading and a write would change it behind its back
+              py::array_t<float> view(shape, p.values, self);
+              py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+              out[py::str(*p.name)] = view;
             }
             return out;
           },
-          "Every parameter by nanoGPT name, as float32 arrays (copies)")
+          "Every parameter by nanoGPT name: read-only float32 views of the model's buffer (no copy), "
+          "each keeping the model alive")
       .def("__repr__", [](const Model& x) {
         return "<posenc.Model " + x.info().policy + " " + std::to_string(x.info().layers) + "x" +
                std::to_string(x.info().dim) + "x" + std::to_string(x.info().heads) + ", " +

@@ -87,6 +87,16 @@ def test_parameters_by_nanogpt_name(checkpoint):
     assert params["transformer.h.1.attn.c_attn.weight"].shape == (192, 64)
     assert sum(p.size for p in params.values()) == model.parameter_count
     assert all(p.dtype == np.float32 for p in params.values())
+    # views of the model's buffer, not copies: read-only, and alive after the model's last name is gone
+    again = model.parameters()
+    assert np.shares_memory(params["transformer.wte.weight"], again["transformer.wte.weight"])
+    with pytest.raises(ValueError, match="read-only"):
+        params["transformer.wte.weight"][0, 0] = 1.0
+    expected = params["lm_head.weight"].copy()
+    del model, again
+    import gc
+    gc.collect()
+    np.testing.assert_array_equal(params["lm_head.weight"], expected)
 
 
 def test_bad_input_raises_a_python_error(checkpoint, tmp_path):
