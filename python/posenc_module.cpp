@@ -1,4 +1,5 @@
-// The Python module posenc._posenc: the registry, and a checkpoint's model with numpy in and out (issue 42, first part).
+// The Python module posenc._posenc: the registry, and a checkpoint's model with numpy in and out (issue 42, first
+// part).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -8,15 +9,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <posenc/transformer.hpp>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include <posenc/transformer.hpp>
-
 #include "../examples/common/any_model.hpp"
 #include "../examples/common/model_sizes.hpp"
+#include "../examples/common/train_run.hpp"
 
 namespace py = pybind11;
 
@@ -88,6 +89,124 @@ py::array_t<std::int32_t> as_array(const std::vector<posenc::TokenId>& ids) {
   return out;
 }
 
+// A Python value of a setting as JSON (None: "no value", as grad_clip=None).
+nlohmann::json setting_json(const std::string& key, const py::handle& value) {
+  if (value.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
+  if (py::isinstance<py::int_>(value)) return value.cast<std::int64_t>();
+  if (py::isinstance<py::float_>(value)) return value.cast<double>();
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  throw py::type_error("train: setting " + key + " takes a number, a bool, a string or None, not " +
+                       std::string(py::str(py::type::of(value).attr("__name__"))));
+}
+
+// posenc.train: the run `shakespeare train` makes with these settings (config.json's keys), through
+// the same code (examples::run_train); Ctrl-C saves the step and raises KeyboardInterrupt.
+py::dict train(const std::string& out, const std::optional<std::string>& policy,
+               const std::optional<std::int64_t>& steps, const std::optional<std::string>& data,
+               const std::optional<std::uint64_t>& seed, bool resume, std::size_t keep_checkpoints,
+               const py::object& on_step, const py::object& on_eval, const py::kwargs& settings) {
+  if (out.empty()) throw py::value_error("train: out must name the run's folder");
+  examples::TrainOptions options;
+  options.resume = resume;
+  options.keep_checkpoints = keep_checkpoints;
+  if (resume) {
+    if (policy || data || seed || settings.size() > 0)
+      throw py::value_error(
+          "train: resume=True takes the run's configuration from its config.json; give only out, "
+          "steps (to extend a run at a constant rate), keep_checkpoints and the callbacks");
+  } else {
+    nlohmann::json j = posenc::complete_json(posenc::RunConfig{});
+    j["data"] = data.value_or("data/tinyshakespeare/input.txt");
+    if (policy) j["posenc"] = *policy;
+    if (steps) j["steps"] = *steps;
+    if (seed) j["seed"] = *seed;
+    for (const auto& [name, value] : settings) {
+      std::string key = py::str(name);
+      std::replace(key.begin(), key.end(), '-', '_');
+      if (!posenc::grid_may_set(key))
+        throw py::type_error(
+            "train: unknown setting '" + key + "' (the settings are config.json's keys: lr, " +
+            "lr_schedule, warmup_steps, batch, context, dropout, layers, dim, heads, tokenizer, ...; " +
+            "posenc, steps, seed and data are train's own arguments)");
+      j[key] = setting_json(key, value);
+    }
+    try {
+      options.run = posenc::run_config_from_json(j, "posenc.train's settings");
+    } catch (const posenc::Error& e) {
+      throw py::value_error(e.what());
+    }
+    if (settings.contains("init") && !settings.contains("embedding_std"))
+      options.run.embedding_std = posenc::default_embedding_std(options.run.init);  // as --init does
+    const std::vector<std::string> names = posenc::policy_names();
+    if (std::find(names.begin(), names.end(), options.run.posenc) == names.end())
+      throw py::value_error("train: unknown positional encoding '" + options.run.posenc +
+                            "'; expected one of: " + posenc::name_list(names));
+    options.run.tokenizer.validate();
+  }
+  examples::TrainHooks hooks;
+  // Ctrl-C raises KeyboardInterrupt in whatever Python code runs next (a callback of ours, or the
+  // check below); either way it asks the run to stop after its step, saved, and is raised again then
+  bool interrupted = false;
+  const auto in_python = [&interrupted](const auto& call) {
+    py::gil_scoped_acquire gil;
+    try {
+      call();
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_KeyboardInterrupt)) throw;
+      interrupted = true;
+    }
+  };
+  hooks.say = [in_python](const std::string& line) { in_python([&] { py::print(line); }); };
+  hooks.warn = [in_python](const std::string& line) {
+    in_python([&] { py::print(line, py::arg("file") = py::module_::import("sys").attr("stderr")); });
+  };
+  if (!on_step.is_none())
+    hooks.callbacks.on_step = [&on_step, in_python](const posenc::StepReport& r) {
+      in_python([&] {
+        on_step(py::dict(py::arg("step") = r.step, py::arg("total") = r.total, py::arg("loss") = r.loss,
+                         py::arg("lr") = r.lr, py::arg("grad_norm") = r.grad_norm,
+                         py::arg("elapsed_seconds") = r.elapsed_seconds,
+                         py::arg("tokens_per_second") = r.tokens_per_second));
+      });
+    };
+  const auto eval_dict = [](const posenc::EvalRecord& r) {
+    return py::dict(py::arg("step") = r.step, py::arg("train_loss") = r.train_loss, py::arg("val_loss") = r.val_loss,
+                    py::arg("elapsed_seconds") = r.elapsed_seconds, py::arg("tokens_per_second") = r.tokens_per_second);
+  };
+  hooks.callbacks.on_eval = [&on_eval, &eval_dict, in_python](const posenc::EvalRecord& r) {
+    in_python([&] {
+      if (on_eval.is_none())
+        py::print("eval step " + std::to_string(r.step) + ": train loss " + std::to_string(r.train_loss) +
+                  ", val loss " + std::to_string(r.val_loss) + " (estimates)");
+      else
+        on_eval(eval_dict(r));
+    });
+  };
+  hooks.callbacks.should_stop = [&interrupted, in_python] {
+    in_python([&] {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // runs Python's handler: KeyboardInterrupt
+    });
+    return interrupted;
+  };
+  examples::TrainResult result;
+  {
+    py::gil_scoped_release unlocked;
+    result = examples::run_train(std::move(options), out, steps.value_or(0), nullptr, hooks);
+  }
+  if (result.interrupted_at) {
+    const std::string message = "interrupted at step " + std::to_string(*result.interrupted_at) +
+                                "; the run is saved: posenc.train('" + result.out + "', resume=True) continues it";
+    PyErr_SetString(PyExc_KeyboardInterrupt, message.c_str());
+    throw py::error_already_set();
+  }
+  py::list records;
+  for (const posenc::EvalRecord& r : result.records) records.append(eval_dict(r));
+  return py::dict(py::arg("out") = result.out, py::arg("final_model") = result.final_model,
+                  py::arg("records") = records,
+                  py::arg("config") = py::module_::import("json").attr("loads")(posenc::to_json(result.config).dump()));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_posenc, m) {
@@ -114,11 +233,22 @@ PYBIND11_MODULE(_posenc, m) {
         }(static_cast<examples::ModelSizes*>(nullptr));
       },
       "The (layers, dim, heads) this build has models for");
-  m.def("set_num_threads", [](int n) {
-    if (n < 1) throw py::value_error("set_num_threads: expected at least 1 thread, got " + std::to_string(n));
-    posenc::set_num_threads(static_cast<std::size_t>(n));
-  }, py::arg("n"), "Fixes the kernels' thread count");
-  m.def("num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        if (n < 1) throw py::value_error("set_num_threads: expected at least 1 thread, got " + std::to_string(n));
+        posenc::set_num_threads(static_cast<std::size_t>(n));
+      },
+      py::arg("n"), "Fixes the kernels' thread count");
+  m.def(
+      "num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
+  m.def("train", &train, py::arg("out"), py::arg("posenc") = py::none(), py::arg("steps") = py::none(),
+        py::arg("data") = py::none(), py::arg("seed") = py::none(), py::arg("resume") = false,
+        py::arg("keep_checkpoints") = posenc::RunDirectory::default_keep_checkpoints, py::arg("on_step") = py::none(),
+        py::arg("on_eval") = py::none(),
+        "Trains a model into the run folder `out` as shakespeare train does (settings: config.json's keys, e.g. "
+        "lr=3e-3, lr_schedule='cosine', layers=2, dim=64, heads=4, tokenizer='bpe', vocab_size=1024); "
+        "resume=True continues it. Returns the run's folder, final model, evaluations and configuration");
 
   py::class_<Model>(m, "Model", "A checkpoint's model (posenc.load)")
       .def(py::init<const std::string&, std::size_t>(), py::arg("path"), py::arg("max_context") = 0)

@@ -1,6 +1,7 @@
 """posenc from Python: the positional encodings of posenc's registry and its checkpoints' models, numpy in and out.
 
     import posenc
+    posenc.train("runs/rope", posenc="rope", steps=2000, lr_schedule="cosine")  # as shakespeare train
     posenc.policies()                           # [{"name": "rope", "summary": ..., "rotary": True}, ...]
     model = posenc.load("runs/rope/model.safetensors")
     logits = model.forward(model.encode("ROMEO:"))   # (T, V) float32
@@ -11,9 +12,9 @@
 The compiled part is posenc._posenc, built from the same headers as the programs (docs/python.md).
 """
 from . import study
-from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads
+from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads, train
 
-__all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "set_num_threads", "study"]
+__all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "set_num_threads", "study", "train"]
 
 
 def load(path, max_context=0):

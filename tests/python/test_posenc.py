@@ -167,3 +167,64 @@ def test_the_example_reproduces_the_task_figure(tmp_path):
         pytest.skip("matplotlib is not installed")
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 10000 and "12 encodings, 36 runs" in result.stdout
+
+
+SMALL = dict(posenc="rope", layers=2, dim=64, heads=4, batch=4, context=16, eval_every=10, eval_iters=2)
+
+
+def test_train_from_python_equals_the_program(shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(1)
+    steps, evals = [], []
+    result = posenc.train(str(tmp_path / "py"), steps=20, data=str(corpus), on_step=steps.append,
+                          on_eval=evals.append, **SMALL)
+    assert result["final_model"].endswith("model.safetensors") and len(result["records"]) == 3
+    assert [s["step"] for s in steps] == list(range(1, 21)) and [e["step"] for e in evals] == [0, 10, 20]
+    assert result["config"]["layers"] == 2 and result["config"]["posenc"] == "rope"
+    subprocess.run([shakespeare, "train", "--posenc", "rope", "--layers", "2", "--dim", "64", "--heads", "4",
+                    "--batch", "4", "--context", "16", "--eval-every", "10", "--eval-iters", "2", "--steps", "20",
+                    "--threads", "1", "--data", str(corpus), "--out", str(tmp_path / "cli")],
+                   check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    # a setting the way config.json names it, and the program's checks
+    bpe = posenc.train(str(tmp_path / "bpe"), steps=5, data=str(corpus), tokenizer="bpe", vocab_size=280,
+                       lr_schedule="cosine", on_eval=lambda r: None, **SMALL)
+    assert posenc.load(bpe["final_model"]).tokenizer == "bpe (280 tokens)"
+
+
+def test_ctrl_c_saves_the_step_and_resume_finishes_the_same_run(corpus, tmp_path):
+    import signal
+    import threading
+    posenc.set_num_threads(1)
+    whole = posenc.train(str(tmp_path / "whole"), steps=400, data=str(corpus), on_eval=lambda r: None, **SMALL)
+    seen = []
+
+    def on_step(report):  # Ctrl-C from another thread once training has begun, as a terminal sends it
+        seen.append(report["step"])
+        if len(seen) == 3:
+            threading.Thread(target=lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt, match="the run is saved"):
+        posenc.train(str(tmp_path / "cut"), steps=400, data=str(corpus), on_step=on_step, on_eval=lambda r: None,
+                     **SMALL)
+    assert seen[-1] < 400
+    resumed = posenc.train(str(tmp_path / "cut"), resume=True, on_eval=lambda r: None)
+    assert (tmp_path / "cut" / "model.safetensors").read_bytes() == \
+        (tmp_path / "whole" / "model.safetensors").read_bytes()
+    for key in ("step", "train_loss", "val_loss"):
+        assert resumed["records"][-1][key] == whole["records"][-1][key]
+
+
+def test_train_refuses_bad_settings(corpus, tmp_path):
+    with pytest.raises(TypeError, match="unknown setting 'learning_rate'"):
+        posenc.train(str(tmp_path / "a"), data=str(corpus), learning_rate=1e-3)
+    with pytest.raises(ValueError, match="unknown positional encoding 'rotary'"):
+        posenc.train(str(tmp_path / "b"), posenc="rotary", data=str(corpus))
+    with pytest.raises(ValueError, match="learning-rate schedule 'sometimes'"):
+        posenc.train(str(tmp_path / "c"), data=str(corpus), lr_schedule="sometimes", **dict(SMALL, posenc="alibi"))
+    with pytest.raises(ValueError, match="config.json"):
+        posenc.train(str(tmp_path / "d"), resume=True, lr=1e-3)
+    with pytest.raises(TypeError, match="takes a number"):
+        posenc.train(str(tmp_path / "e"), data=str(corpus), lr=[1e-3])
+    with pytest.raises(ValueError, match="tokenizer bpe needs a vocabulary size"):
+        posenc.train(str(tmp_path / "f"), data=str(corpus), tokenizer="bpe", **SMALL)
+    assert not any((tmp_path / name).exists() for name in "abcdef")
