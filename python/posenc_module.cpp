@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../examples/common/any_model.hpp"
+#include "../examples/common/corpus.hpp"
 #include "../examples/common/model_sizes.hpp"
 #include "../examples/common/train_run.hpp"
 
@@ -308,17 +309,7 @@ PYBIND11_MODULE(_posenc, m) {
       .def(
           "evaluate",
           [](Model& x, const std::string& data, std::size_t context, std::size_t batch) {
-            const posenc::Tokenizer& tokenizer = x.info().tokenizer;
-            posenc::TextDataset dataset = [&] {
-              if (posenc::is_token_folder(data)) {
-                posenc::TokenFolder folder = posenc::read_token_folder(data);
-                if (!(folder.data.tokenizer() == tokenizer))
-                  posenc::fail("token folder '", data, "' holds tokens of ", folder.data.tokenizer().describe(),
-                               ", not of the checkpoint's ", tokenizer.describe());
-                return std::move(folder.data);
-              }
-              return posenc::TextDataset(posenc::read_corpus(data), tokenizer);
-            }();
+            const posenc::TextDataset dataset = examples::load_corpus(data, x.info().tokenizer);
             const std::size_t T = context != 0 ? context : x.info().context;
             if (T > x.model().max_context())
               throw py::value_error("evaluate: context " + std::to_string(T) + " is longer than this model takes (" +

@@ -28,6 +28,7 @@
 
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
+#include "../common/corpus.hpp"
 #include "../common/rope_options.hpp"
 #include "../common/run_options.hpp"
 #include "../common/shell_quote.hpp"
@@ -85,24 +86,6 @@ struct SampleOptions {
   std::size_t samples = 1;
   posenc::SamplingOptions sampling;
 };
-
-// The corpus at `path` (a text, a folder of texts or a token folder) in a checkpoint's tokens; an
-// error names the file.
-posenc::TextDataset load_corpus(const std::string& path, const posenc::Tokenizer& tokenizer) {
-  if (posenc::is_token_folder(path)) {
-    posenc::TokenFolder folder = posenc::read_token_folder(path);
-    if (!(folder.data.tokenizer() == tokenizer))
-      posenc::fail("token folder '", path, "' holds tokens of ", folder.data.tokenizer().describe(),
-                   ", not of the checkpoint's ", tokenizer.describe(), "; give its text instead");
-    return std::move(folder.data);
-  }
-  const std::string text = posenc::read_corpus(path);
-  try {
-    return posenc::TextDataset(text, tokenizer);
-  } catch (const posenc::Error& e) {
-    posenc::fail("data file '", path, "': ", e.what());
-  }
-}
 
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
 // (an option that names another is refused); its step and context are recorded, and the file is
@@ -357,7 +340,7 @@ int evaluate(const EvalOptions& o, const examples::RopeOptions& rope) {
     evaluate_task(model, checkpoint, o);
     return 0;
   }
-  const posenc::TextDataset data = load_corpus(o.data, checkpoint.tokenizer);
+  const posenc::TextDataset data = examples::load_corpus(o.data, checkpoint.tokenizer);
   if (!o.copy_distances.empty()) {
     probe_copies(model, info, data, o);
     return 0;
