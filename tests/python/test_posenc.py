@@ -172,8 +172,9 @@ def test_the_example_reproduces_the_task_figure(tmp_path):
 SMALL = dict(posenc="rope", layers=2, dim=64, heads=4, batch=4, context=16, eval_every=10, eval_iters=2)
 
 
-def test_train_from_python_equals_the_program(shakespeare, corpus, tmp_path):
-    posenc.set_num_threads(1)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_train_from_python_equals_the_program(threads, shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(threads)
     steps, evals = [], []
     result = posenc.train(str(tmp_path / "py"), steps=20, data=str(corpus), on_step=steps.append,
                           on_eval=evals.append, **SMALL)
@@ -182,7 +183,7 @@ def test_train_from_python_equals_the_program(shakespeare, corpus, tmp_path):
     assert result["config"]["layers"] == 2 and result["config"]["posenc"] == "rope"
     subprocess.run([shakespeare, "train", "--posenc", "rope", "--layers", "2", "--dim", "64", "--heads", "4",
                     "--batch", "4", "--context", "16", "--eval-every", "10", "--eval-iters", "2", "--steps", "20",
-                    "--threads", "1", "--data", str(corpus), "--out", str(tmp_path / "cli")],
+                    "--threads", str(threads), "--data", str(corpus), "--out", str(tmp_path / "cli")],
                    check=True, capture_output=True)
     assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
     # a setting the way config.json names it, and the program's checks
