@@ -229,3 +229,26 @@ def test_train_refuses_bad_settings(corpus, tmp_path):
     with pytest.raises(ValueError, match="tokenizer bpe needs a vocabulary size"):
         posenc.train(str(tmp_path / "f"), data=str(corpus), tokenizer="bpe", **SMALL)
     assert not any((tmp_path / name).exists() for name in "abcdef")
+
+
+@pytest.mark.parametrize("policy", ["rope", "alibi", "t5", "fire", "learned"])
+def test_the_pytorch_twin_gives_the_bindings_logits(policy, shakespeare, corpus, tmp_path):
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("PyTorch is not installed (scripts/install-deps.sh --bench)")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("posenc_torch", os.path.join(ROOT, "tools", "posenc_torch.py"))
+    twin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(twin)
+    posenc.set_num_threads(1)
+    run = posenc.train(str(tmp_path / policy), steps=20, data=str(corpus), on_eval=lambda r: None,
+                       **dict(SMALL, posenc=policy))
+    model = posenc.load(run["final_model"])
+    tensors, meta = twin.load_safetensors(run["final_model"])
+    reference = twin.PosencModel(tensors, meta).double()
+    ids = model.encode("ROMEO: to be or not to be that is the question")[:16]
+    with torch.no_grad():
+        expected = reference(torch.tensor(ids, dtype=torch.long)[None])[0].numpy()
+    assert np.abs(model.forward(ids) - expected).max() < 1e-4  # they agree to ~1e-6
+    assert np.abs(expected).max() > 0.1  # logits of a model that has trained
