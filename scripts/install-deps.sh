@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --plots    also matplotlib for tools/plot_study.py
 #   scripts/install-deps.sh --mpi      also Open MPI (distributed studies, data-parallel training)
 #   scripts/install-deps.sh --fuzz     also clang and its libFuzzer runtime
-#   scripts/install-deps.sh --python   also pybind11, numpy and pytest (the Python module and its tests)
+#   scripts/install-deps.sh --python   also pybind11, numpy, pytest and tqdm (the Python module and its tests)
 # Idempotent: packages already installed are not fetched again.
 set -euo pipefail
 
@@ -21,7 +21,7 @@ for arg in "$@"; do
     --plots) packages+=(python3-matplotlib) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --mpi) packages+=(libopenmpi-dev openmpi-bin) ;;
-    --python) packages+=(pybind11-dev python3-dev python3-numpy python3-pytest) ;;
+    --python) packages+=(pybind11-dev python3-dev python3-numpy python3-pytest python3-tqdm) ;;
     -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --plots, --mpi, --fuzz, --python)" >&2; exit 2 ;;
   esac

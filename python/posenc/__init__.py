@@ -12,7 +12,8 @@
 The compiled part is posenc._posenc, built from the same headers as the programs (docs/python.md).
 """
 from . import study
-from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads, train
+from . import _posenc
+from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads
 
 __all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "set_num_threads", "study", "train"]
 
@@ -20,3 +21,36 @@ __all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "
 def load(path, max_context=0):
     """The model a checkpoint holds, accepting sequences up to max_context (0: the checkpoint's)."""
     return Model(str(path), max_context)
+
+
+def train(out, *, progress=True, on_step=None, on_eval=None, **settings):
+    """Trains a model into the run folder `out` as `shakespeare train` does (posenc._posenc.train has
+    the settings); with progress and without on_step, a tqdm progress bar (in a notebook or a
+    terminal) where tqdm is installed, else the evaluations printed as the program prints them."""
+    bar = None
+    if progress and on_step is None:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            def on_step(report):  # the bar is made at the first step: a resumed run knows its total then
+                nonlocal bar
+                if bar is None:
+                    bar = tqdm(total=report["total"], initial=report["step"] - 1, unit="step", desc=str(out))
+                bar.update(report["step"] - bar.n)
+                bar.set_postfix(loss=f"{report['loss']:.4f}", tokens_per_s=f"{report['tokens_per_second']:.0f}")
+
+            if on_eval is None:
+                def on_eval(record):
+                    line = (f"eval step {record['step']}: train loss {record['train_loss']:.4f}, "
+                            f"val loss {record['val_loss']:.4f} (estimates)")
+                    (bar.write if bar is not None else print)(line)
+    try:
+        return _posenc.train(out, on_step=on_step, on_eval=on_eval, **settings)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+train.__doc__ += "\n\n" + _posenc.train.__doc__

@@ -252,3 +252,14 @@ def test_the_pytorch_twin_gives_the_bindings_logits(policy, shakespeare, corpus,
         expected = reference(torch.tensor(ids, dtype=torch.long)[None])[0].numpy()
     assert np.abs(model.forward(ids) - expected).max() < 1e-4  # they agree to ~1e-6
     assert np.abs(expected).max() > 0.1  # logits of a model that has trained
+
+
+def test_train_shows_a_progress_bar_where_tqdm_is_installed(corpus, tmp_path, capsys):
+    pytest.importorskip("tqdm")
+    posenc.set_num_threads(1)
+    posenc.train(str(tmp_path / "bar"), steps=20, data=str(corpus), **SMALL)
+    err = capsys.readouterr().err
+    assert "20/20" in err and "loss=" in err  # the bar, on stderr
+    quiet = posenc.train(str(tmp_path / "quiet"), steps=20, data=str(corpus), progress=False,
+                         on_eval=lambda r: None, **SMALL)
+    assert "20/20" not in capsys.readouterr().err and len(quiet["records"]) == 3
