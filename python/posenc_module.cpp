@@ -5,8 +5,11 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <posenc/transformer.hpp>
@@ -18,6 +21,8 @@
 #include "../examples/common/any_model.hpp"
 #include "../examples/common/corpus.hpp"
 #include "../examples/common/model_sizes.hpp"
+#include "../examples/common/stop_signal.hpp"
+#include "../examples/common/study_summary.hpp"
 #include "../examples/common/train_run.hpp"
 
 namespace py = pybind11;
@@ -101,6 +106,33 @@ nlohmann::json setting_json(const std::string& key, const py::handle& value) {
                        std::string(py::str(py::type::of(value).attr("__name__"))));
 }
 
+// A run's settings from config.json's keys (posenc.train's and posenc.study's **settings) over
+// `run`; an unknown key is a TypeError, a bad value a ValueError.
+posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& settings, const char* caller) {
+  nlohmann::json j = posenc::complete_json(run);
+  for (const auto& [name, value] : settings) {
+    std::string key = py::str(name);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (!posenc::grid_may_set(key))
+      throw py::type_error(std::string(caller) + ": unknown setting '" + key +
+                           "' (the settings are config.json's keys: lr, lr_schedule, warmup_steps, batch, context, "
+                           "dropout, layers, dim, heads, tokenizer, ...; posenc, steps, seed and data are " +
+                           caller + "'s own arguments)");
+    j[key] = setting_json(key, value);
+  }
+  posenc::RunConfig c;
+  try {
+    c = posenc::run_config_from_json(j, std::string(caller) + "'s settings");
+  } catch (const posenc::Error& e) {
+    throw py::value_error(e.what());
+  }
+  if (settings.contains("init") && !settings.contains("embedding_std"))
+    c.embedding_std = posenc::default_embedding_std(c.init);  // as --init does
+  // as --vocab-size: kept beside another tokenizer for a grid's bpe points (train refuses it alone)
+  if (settings.contains("vocab_size")) c.tokenizer.vocab_size = j.at("vocab_size").get<std::size_t>();
+  return c;
+}
+
 // posenc.train: the run `shakespeare train` makes with these settings (config.json's keys), through
 // the same code (examples::run_train); Ctrl-C saves the step and raises KeyboardInterrupt.
 py::dict train(const std::string& out, const std::optional<std::string>& policy,
@@ -117,28 +149,12 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
           "train: resume=True takes the run's configuration from its config.json; give only out, "
           "steps (to extend a run at a constant rate), keep_checkpoints and the callbacks");
   } else {
-    nlohmann::json j = posenc::complete_json(posenc::RunConfig{});
-    j["data"] = data.value_or("data/tinyshakespeare/input.txt");
-    if (policy) j["posenc"] = *policy;
-    if (steps) j["steps"] = *steps;
-    if (seed) j["seed"] = *seed;
-    for (const auto& [name, value] : settings) {
-      std::string key = py::str(name);
-      std::replace(key.begin(), key.end(), '-', '_');
-      if (!posenc::grid_may_set(key))
-        throw py::type_error(
-            "train: unknown setting '" + key + "' (the settings are config.json's keys: lr, " +
-            "lr_schedule, warmup_steps, batch, context, dropout, layers, dim, heads, tokenizer, ...; " +
-            "posenc, steps, seed and data are train's own arguments)");
-      j[key] = setting_json(key, value);
-    }
-    try {
-      options.run = posenc::run_config_from_json(j, "posenc.train's settings");
-    } catch (const posenc::Error& e) {
-      throw py::value_error(e.what());
-    }
-    if (settings.contains("init") && !settings.contains("embedding_std"))
-      options.run.embedding_std = posenc::default_embedding_std(options.run.init);  // as --init does
+    posenc::RunConfig base;
+    base.data = data.value_or("data/tinyshakespeare/input.txt");
+    if (policy) base.posenc = *policy;
+    if (steps) base.train.steps = *steps;
+    if (seed) base.train.seed = *seed;
+    options.run = run_settings(base, settings, "train");
     const std::vector<std::string> names = posenc::policy_names();
     if (std::find(names.begin(), names.end(), options.run.posenc) == names.end())
       throw py::value_error("train: unknown positional encoding '" + options.run.posenc +
@@ -208,6 +224,90 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
                   py::arg("config") = py::module_::import("json").attr("loads")(posenc::to_json(result.config).dump()));
 }
 
+// What a study from Python reports: each run as it ends (on_run, or a printed line), and a stop
+// asked by Ctrl-C, which examples' handler sees while the runs hold no GIL.
+class PythonStudyObserver final : public posenc::StudyObserver {
+ public:
+  explicit PythonStudyObserver(py::object on_run) : on_run_(std::move(on_run)) {}
+  void finished(std::size_t, posenc::RunEnd end, const std::string& message, std::int64_t) override {
+    py::gil_scoped_acquire gil;
+    const char* how = end == posenc::RunEnd::done ? "done" : end == posenc::RunEnd::stopped ? "stopped" : "failed";
+    if (on_run_.is_none())
+      py::print("study:", how, message);
+    else
+      on_run_(py::dict(py::arg("end") = how, py::arg("message") = message));
+  }
+  bool stop_requested() override { return examples::stop_requested(); }
+
+ private:
+  py::object on_run_;
+};
+
+// posenc.study: the runs of a design (variants × seeds × grid points), resumable in `out` as the
+// study program's, then its summary (summary.json's contents).
+py::dict study(const std::string& out, const std::vector<std::string>& variants,
+               const std::vector<std::uint64_t>& seeds, std::int64_t steps, const std::string& data, std::size_t jobs,
+               const std::map<std::string, std::vector<std::string>>& grid, const py::object& on_run,
+               const py::kwargs& settings) {
+  if (out.empty()) throw py::value_error("study: out must name the study's folder");
+  if (jobs == 0) throw py::value_error("study: jobs must be at least 1");
+  posenc::StudyDesign design;
+  design.variants = variants;
+  design.seeds = seeds;
+  design.steps = steps;
+  design.extended_steps = 0;
+  posenc::RunConfig base;
+  base.data = data;
+  design.run = run_settings(base, settings, "study");
+  for (const auto& [name, values] : grid) {
+    std::string axis = name + "=";
+    for (std::size_t i = 0; i < values.size(); ++i) axis += (i ? "," : "") + values[i];
+    design.grid.push_back(posenc::parse_grid_axis(axis));
+  }
+  posenc::validate_design(design);
+  const std::string corpus = design.run.reads_corpus() ? posenc::read_corpus(design.run.data) : std::string();
+  const posenc::DirectoryLock lock(out);
+  const posenc::StudyRunner runner(design, out, corpus, examples::make_model);
+  std::filesystem::create_directories(runner.paths().out / "records");
+  PythonStudyObserver observer(on_run);
+  posenc::StudyFailures failures;
+  // Ctrl-C: examples' handler while the runs train (Python's own sees nothing until they return),
+  // then Python's again
+  struct sigaction python_int {
+  }, python_term{};
+  sigaction(SIGINT, nullptr, &python_int);
+  sigaction(SIGTERM, nullptr, &python_term);
+  examples::stop_signal = 0;
+  examples::stop_on_signals();
+  std::vector<posenc::RunRecord> records;
+  {
+    py::gil_scoped_release unlocked;
+    try {
+      runner.run(runner.pending(), jobs, observer, failures);
+      if (!examples::stop_requested()) records = runner.records(true, failures, jobs, examples::stop_requested);
+    } catch (...) {
+      sigaction(SIGINT, &python_int, nullptr);
+      sigaction(SIGTERM, &python_term, nullptr);
+      throw;
+    }
+  }
+  sigaction(SIGINT, &python_int, nullptr);
+  sigaction(SIGTERM, &python_term, nullptr);
+  if (examples::stop_requested()) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, ("study interrupted: the runs in progress are saved; posenc.study('" +
+                                              out + "', ...) with the same design continues them")
+                                                 .c_str());
+    throw py::error_already_set();
+  }
+  if (const auto failed = failures.list(); !failed.empty()) {
+    std::string list;
+    for (const std::string& f : failed) list += "\n  " + f;
+    posenc::fail("study: ", failed.size(), " run(s) failed:", list);
+  }
+  const examples::WrittenSummary summary = examples::write_study_summary(design, records, out);
+  return py::module_::import("json").attr("loads")(summary.json.dump());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_posenc, m) {
@@ -243,6 +343,13 @@ PYBIND11_MODULE(_posenc, m) {
       py::arg("n"), "Fixes the kernels' thread count");
   m.def(
       "num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
+  m.def("study", &study, py::arg("out"), py::arg("variants") = posenc::published_variants,
+        py::arg("seeds") = posenc::published_seeds, py::arg("steps") = 2000,
+        py::arg("data") = "data/tinyshakespeare/input.txt", py::arg("jobs") = 1,
+        py::arg("grid") = std::map<std::string, std::vector<std::string>>{}, py::arg("on_run") = py::none(),
+        "Runs a study as the study program does (variants × seeds × the grid's points, each setting of "
+        "**settings a config.json key every run shares), resumable in `out`, and returns its summary "
+        "(summary.json); Ctrl-C saves the runs in progress and raises KeyboardInterrupt");
   m.def("train", &train, py::arg("out"), py::arg("posenc") = py::none(), py::arg("steps") = py::none(),
         py::arg("data") = py::none(), py::arg("seed") = py::none(), py::arg("resume") = false,
         py::arg("keep_checkpoints") = posenc::RunDirectory::default_keep_checkpoints, py::arg("on_step") = py::none(),

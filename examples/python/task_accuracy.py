@@ -1,4 +1,4 @@
-"""Reproduces a figure of docs/results.md from a study's records through posenc.study: a task's
+"""Reproduces a figure of docs/results.md from a study's records through posenc.records: a task's
 exact-match accuracy against length, one line per encoding (the mean over seeds), the trained
 lengths shaded (docs/results/tasks/copy/plots/task_accuracy.png draws the same from summary.json).
 
@@ -13,17 +13,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from posenc import study  # noqa: E402
+from posenc import records as study_records  # noqa: E402
 
 
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "docs/results/tasks/copy"
     out = sys.argv[2] if len(sys.argv) > 2 else "task_accuracy.png"
-    records = study.read_records(folder)
+    records = study_records.read_records(folder)
     task = records[0]["config"]["task"]  # {"name": "copy", "lengths": "1-16"}
     trained = [int(n) for n in task["lengths"].split("-")]
     by_variant = defaultdict(lambda: defaultdict(list))  # variant → length → accuracy of each seed
-    for variant, _seed, length, accuracy in study.task_accuracy(records):
+    for variant, _seed, length, accuracy in study_records.task_accuracy(records):
         by_variant[variant][length].append(accuracy)
     fig, ax = plt.subplots(figsize=(9, 5))
     ax.axvspan(trained[0], trained[-1], color="0.9", label="trained lengths")

@@ -27,6 +27,7 @@
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
 #include "../common/run_options.hpp"
+#include "../common/study_summary.hpp"
 #include "../common/task_options.hpp"
 #include "../common/world.hpp"
 #include "progress.hpp"
@@ -287,16 +288,7 @@ int main(int argc, char** argv) {
         runner.records(!summary_only, failures, world.size() > 1 ? 1 : static_cast<std::size_t>(jobs),
                        examples::stop_requested, on_evaluated);
     if (examples::stop_requested()) return interrupted();
-    std::string markdown;
-    if (!posenc::has_grid(design)) {
-      const posenc::StudySummary summary = posenc::summarize_study(design, records);
-      posenc::write_summary(summary, out);
-      markdown = posenc::summary_markdown(summary);
-    } else {
-      const posenc::GridSummary summary = posenc::summarize_grid(design, records);
-      posenc::write_grid_summary(summary, out);
-      markdown = posenc::grid_summary_markdown(summary);
-    }
+    const std::string markdown = examples::write_study_summary(design, records, out).markdown;
     std::printf("\n%s\nsummary: %s/summary.{md,json,csv}; plots: python3 tools/plot_study.py %s\n", markdown.c_str(),
                 out.c_str(), out.c_str());
     if (const auto failed = failures.list(); !failed.empty()) {

@@ -7,15 +7,15 @@
     logits = model.forward(model.encode("ROMEO:"))   # (T, V) float32
     model.evaluate("data/tinyshakespeare/input.txt")  # losses and bits per byte, as `shakespeare eval`
     model.sample("ROMEO:", tokens=200, seed=1)        # bytes
-    posenc.study.read_records("docs/results/tasks/copy")  # a study's records as dicts
+    posenc.records.read_records("docs/results/tasks/copy")  # a study's records as dicts
 
 The compiled part is posenc._posenc, built from the same headers as the programs (docs/python.md).
 """
-from . import study
-from . import _posenc
-from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads
+from . import _posenc, records
+from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads, study
 
-__all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "set_num_threads", "study", "train"]
+__all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "records", "set_num_threads",
+           "study", "train"]
 
 
 def load(path, max_context=0):

@@ -132,30 +132,30 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 def test_study_records_read_as_plain_data():
     copy = os.path.join(ROOT, "docs", "results", "tasks", "copy")
-    records = posenc.study.read_records(copy)
+    records = posenc.records.read_records(copy)
     assert len(records) == 36  # twelve encodings × three seeds
     assert {r["seed"] for r in records} == {1, 2, 3} and len({r["variant"] for r in records}) == 12
-    rows = posenc.study.task_accuracy(records)
+    rows = posenc.records.task_accuracy(records)
     # every tested length of every run, but the learned table's past its 33 rows (a note, no accuracy)
     assert len(rows) == 36 * 128 - 3 * 112 and all(0 <= a <= 1 for _, _, _, a in rows)
     learned_in_range = [a for v, _, n, a in rows if v == "learned" and n <= 16]
     assert sum(learned_in_range) / len(learned_in_range) > 0.95  # docs/results.md: learned 0.99 in range
-    summary = posenc.study.read_summary(copy)
+    summary = posenc.records.read_summary(copy)
     assert {v["variant"] for v in summary["variants"]} == {r["variant"] for r in records}
-    losses = posenc.study.final_losses(records)
+    losses = posenc.records.final_losses(records)
     assert all(bits == pytest.approx(loss / math.log(2)) for _, _, loss, bits in losses)
 
 
 def test_study_errors_name_the_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a folder"):
-        posenc.study.read_records(tmp_path / "missing")
+        posenc.records.read_records(tmp_path / "missing")
     with pytest.raises(ValueError, match="holds no study records"):
-        posenc.study.read_records(tmp_path)
+        posenc.records.read_records(tmp_path)
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(ValueError, match="is not a study record"):
-        posenc.study.read_records(tmp_path)
+        posenc.records.read_records(tmp_path)
     with pytest.raises(FileNotFoundError, match="no summary.json"):
-        posenc.study.read_summary(tmp_path)
+        posenc.records.read_summary(tmp_path)
 
 
 def test_the_example_reproduces_the_task_figure(tmp_path):
@@ -263,3 +263,35 @@ def test_train_shows_a_progress_bar_where_tqdm_is_installed(corpus, tmp_path, ca
     quiet = posenc.train(str(tmp_path / "quiet"), steps=20, data=str(corpus), progress=False,
                          on_eval=lambda r: None, **SMALL)
     assert "20/20" not in capsys.readouterr().err and len(quiet["records"]) == 3
+
+
+def test_study_from_python_runs_the_design_and_returns_its_summary(shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(1)
+    settings = dict(layers=2, dim=64, heads=4, batch=4, context=16, eval_every=10, eval_iters=2)
+    ended = []
+    summary = posenc.study(str(tmp_path / "py"), variants=["rope", "alibi"], seeds=[1, 2], steps=10,
+                           data=str(corpus), jobs=2, on_run=ended.append, **settings)
+    assert len(ended) == 4 and all(e["end"] == "done" for e in ended)
+    assert [v["variant"] for v in summary["variants"]] == ["rope", "alibi"]
+    assert all(v["n"] == 2 for v in summary["variants"])
+    assert (tmp_path / "py" / "summary.md").exists()
+    # the study program's runs of the same design are the same runs, to the bit
+    subprocess.run([shakespeare.replace("shakespeare", "study"), "--variants", "rope,alibi", "--seeds", "1,2",
+                    "--steps", "10", "--extended-steps", "0", "--layers", "2", "--dim", "64", "--heads", "4",
+                    "--batch", "4", "--context", "16", "--eval-every", "10", "--eval-iters", "2", "--data",
+                    str(corpus), "--threads", "1", "--out", str(tmp_path / "cli")], check=True, capture_output=True)
+    program = json.loads((tmp_path / "cli" / "summary.json").read_text())
+    assert [v["val_loss"] for v in summary["variants"]] == [v["val_loss"] for v in program["variants"]]
+    # run again, it trains nothing: every record is found
+    again = []
+    posenc.study(str(tmp_path / "py"), variants=["rope", "alibi"], seeds=[1, 2], steps=10, data=str(corpus),
+                 on_run=again.append, **settings)
+    assert again == []
+    # a grid across the tokens, compared in bits per byte
+    grid = posenc.study(str(tmp_path / "grid"), variants=["rope"], seeds=[1], steps=5, data=str(corpus),
+                        grid={"tokenizer": ["char", "bpe"]}, vocab_size=280, on_run=lambda e: None, **settings)
+    assert "val_bits_per_byte" in grid["across"][0]
+    with pytest.raises(TypeError, match="unknown setting 'learning_rate'"):
+        posenc.study(str(tmp_path / "bad"), learning_rate=1)
+    with pytest.raises(posenc.Error, match="unknown positional encoding|rotary"):
+        posenc.study(str(tmp_path / "bad"), variants=["rotary"], data=str(corpus))

@@ -1,9 +1,9 @@
 """A study's records and summary as plain Python data (and a pandas DataFrame where pandas is installed).
 
-    from posenc import study
-    records = study.read_records("docs/results/tasks/copy")      # one dict a finished run
-    rows = study.task_accuracy(records)                            # (variant, seed, length, accuracy)
-    summary = study.read_summary("docs/results/published-design")  # summary.json
+    from posenc import records
+    runs = records.read_records("docs/results/tasks/copy")           # one dict a finished run
+    rows = records.task_accuracy(runs)                                # (variant, seed, length, accuracy)
+    summary = records.read_summary("docs/results/published-design")  # summary.json
 
 A record is the JSON `study` writes to OUT/records/<run>.json (docs/study.md), with three keys
 added for convenience: "variant", "seed" and "steps", from its configuration.
@@ -68,6 +68,6 @@ def frame(rows, columns):
     try:
         import pandas
     except ImportError:
-        raise ImportError("posenc.study.frame needs pandas (Debian: python3-pandas); the rows are plain "
+        raise ImportError("posenc.records.frame needs pandas (Debian: python3-pandas); the rows are plain "
                           "tuples without it") from None
     return pandas.DataFrame(rows, columns=columns)
