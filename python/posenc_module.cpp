@@ -96,13 +96,13 @@ py::array_t<std::int32_t> as_array(const std::vector<posenc::TokenId>& ids) {
 }
 
 // A Python value of a setting as JSON (None: "no value", as grad_clip=None).
-nlohmann::json setting_json(const std::string& key, const py::handle& value) {
+nlohmann::json setting_json(const char* caller, const std::string& key, const py::handle& value) {
   if (value.is_none()) return nullptr;
   if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
   if (py::isinstance<py::int_>(value)) return value.cast<std::int64_t>();
   if (py::isinstance<py::float_>(value)) return value.cast<double>();
   if (py::isinstance<py::str>(value)) return value.cast<std::string>();
-  throw py::type_error("train: setting " + key + " takes a number, a bool, a string or None, not " +
+  throw py::type_error(std::string(caller) + ": setting " + key + " takes a number, a bool, a string or None, not " +
                        std::string(py::str(py::type::of(value).attr("__name__"))));
 }
 
@@ -118,7 +118,7 @@ posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& s
                            "' (the settings are config.json's keys: lr, lr_schedule, warmup_steps, batch, context, "
                            "dropout, layers, dim, heads, tokenizer, ...; posenc, steps, seed and data are " +
                            caller + "'s own arguments)");
-    j[key] = setting_json(key, value);
+    j[key] = setting_json(caller, key, value);
   }
   posenc::RunConfig c;
   try {
