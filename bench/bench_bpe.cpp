@@ -30,6 +30,17 @@ bool have_corpus(benchmark::State& state) {
   return false;
 }
 
+// Every occurrence of `pair` in `ids`, left to right, replaced by `id` (in "aaa", (a, a) joins once).
+void merge_pair(std::vector<TokenId>& ids, std::pair<TokenId, TokenId> pair, TokenId id) {
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    const bool match = j + 1 < ids.size() && ids[j] == pair.first && ids[j + 1] == pair.second;
+    ids[kept++] = match ? id : ids[j];
+    j += match ? 1 : 0;
+  }
+  ids.resize(kept);
+}
+
 // minbpe's RegexTokenizer, written again as the baseline: every merge counts every pair of every
 // chunk of the text again (O(merges × text)), ties to the smallest pair as BpeTokenizer's.
 std::vector<BpeMerge> naive_train(std::string_view text, std::size_t vocab_size) {
@@ -53,15 +64,7 @@ std::vector<BpeMerge> naive_train(std::string_view text, std::size_t vocab_size)
     if (best_count == 0) break;
     const auto id = static_cast<TokenId>(BpeTokenizer::byte_tokens + merges.size());
     merges.push_back({best.first, best.second});
-    for (auto& ids : chunks) {
-      std::size_t kept = 0;
-      for (std::size_t j = 0; j < ids.size(); ++j) {
-        const bool match = j + 1 < ids.size() && ids[j] == best.first && ids[j + 1] == best.second;
-        ids[kept++] = match ? id : ids[j];
-        j += match ? 1 : 0;
-      }
-      ids.resize(kept);
-    }
+    for (auto& ids : chunks) merge_pair(ids, best, id);
   }
   return merges;
 }
@@ -85,13 +88,7 @@ std::vector<TokenId> naive_encode(const BpeTokenizer& bpe, std::string_view text
           pair = it->first;
         }
       if (first == std::numeric_limits<TokenId>::max()) break;
-      std::size_t kept = 0;
-      for (std::size_t j = 0; j < ids.size(); ++j) {
-        const bool match = j + 1 < ids.size() && ids[j] == pair.first && ids[j + 1] == pair.second;
-        ids[kept++] = match ? first : ids[j];
-        j += match ? 1 : 0;
-      }
-      ids.resize(kept);
+      merge_pair(ids, pair, first);
     }
     out.insert(out.end(), ids.begin(), ids.end());
   }
