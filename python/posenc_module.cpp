@@ -405,6 +405,29 @@ PYBIND11_MODULE(_posenc, m) {
           },
           py::arg("tokens"), "Logits (B, T, V) as float32 for token ids (B, T), or (T, V) for (T,)")
       .def(
+          "attention",
+          [](Model& x, const py::object& ids, std::int64_t layer) {
+            const auto layers = static_cast<std::int64_t>(x.info().layers);
+            if (layer < -layers || layer >= layers)
+              throw py::index_error("attention: layer " + std::to_string(layer) + " of a model with " +
+                                    std::to_string(layers) + " layers (0 to " + std::to_string(layers - 1) +
+                                    ", or -1 for the last)");
+            const posenc::Tokens tokens = x.tokens(ids, "attention");
+            posenc::Tensor<float, 4> att;
+            {
+              py::gil_scoped_release unlocked;
+              att = x.model().attention_probabilities(tokens, static_cast<std::size_t>(layer < 0 ? layer + layers
+                                                                                                 : layer));
+            }
+            std::vector<py::ssize_t> shape(att.shape().begin(), att.shape().end());
+            py::array_t<float> out(shape);
+            std::copy(att.begin(), att.end(), out.mutable_data());
+            return py::array::ensure(ids).ndim() == 1 ? out[py::int_(0)].cast<py::array_t<float>>() : out;
+          },
+          py::arg("tokens"), py::arg("layer") = -1,
+          "Attention probabilities (B, H, T, T) of a layer (negative counts from the last) for token ids "
+          "(B, T), or (H, T, T) for (T,): [b, h, i, j] the weight query i of head h gives key j, 0 for j > i")
+      .def(
           "loss",
           [](Model& x, const py::object& inputs, const py::object& targets) {
             const posenc::Tokens in = x.tokens(inputs, "loss inputs"), out = x.tokens(targets, "loss targets");

@@ -1123,3 +1123,68 @@ TEST_CASE("randomized positions: a learned table of position_range rows, sequenc
   TinyModel<Learned> table_only(ModelConfig{.vocab_size = V, .context = T, .seed = 3});
   CHECK_THROWS_WITH(table_only.set_positions({0, 4}), Catch::Contains("outside the range [0, 4)"));
 }
+
+TEMPLATE_LIST_TEST_CASE("attention probabilities: each query's weights over its own and earlier keys, a sequence's "
+                        "own in any batch or chunk",
+                        "", AllPolicies) {
+  const std::size_t V = 9, T = 7, B = 3;
+  ModelConfig config{.vocab_size = V, .context = T, .seed = 21, .chunk = 2};  // chunks of 2 + 1 sequences
+  TinyModel<TestType> model(config);
+  perturb_parameters(model, 22);
+  const Tokens x = random_tokens(B, T, V, 23);
+  const Tensor<double, 4> att = model.attention_probabilities(x, 1);
+  REQUIRE(att.shape() == std::array<std::size_t, 4>{B, 2, T, T});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t i = 0; i < T; ++i) {
+        double sum = 0;
+        for (std::size_t j = 0; j < T; ++j) {
+          if (j > i) REQUIRE(att(b, h, i, j) == 0);
+          REQUIRE(att(b, h, i, j) >= 0);
+          sum += att(b, h, i, j);
+        }
+        REQUIRE(sum == Approx(1).epsilon(1e-12));
+      }
+  // the last sequence alone, and its first 4 tokens alone: the same rows (causal, no batch mixing)
+  Tokens last({1, T}), prefix({1, 4});
+  for (std::size_t t = 0; t < T; ++t) last(0, t) = x(B - 1, t);
+  for (std::size_t t = 0; t < 4; ++t) prefix(0, t) = x(B - 1, t);
+  const Tensor<double, 4> alone = model.attention_probabilities(last, 1);
+  const Tensor<double, 4> short_alone = model.attention_probabilities(prefix, 1);
+  double worst = 0;
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t j = 0; j < T; ++j) {
+        worst = std::max(worst, std::abs(alone(0, h, i, j) - att(B - 1, h, i, j)));
+        if (i < 4 && j < 4) worst = std::max(worst, std::abs(short_alone(0, h, i, j) - alone(0, h, i, j)));
+      }
+  CHECK(worst < 1e-12);
+  const Tensor<double, 4> first_layer = model.attention_probabilities(x, 0);
+  CHECK(xt::amax(xt::abs(first_layer - att))() > 1e-3);  // another layer, other weights
+  CHECK_THROWS_WITH(model.attention_probabilities(x, 2), Catch::Contains("no layer 2 in a model of 2 layers"));
+}
+
+TEST_CASE("attention probabilities of one repeated token: NoPE's uniform, ALiBi's its slopes' geometric decay") {
+  // every key the same, so the first layer's content scores are equal and only the position signal
+  // weights the keys: none (1/(i+1)), or ALiBi's −m·(i−j) with head h's slope m = 2^(−8(h+1)/H)
+  const std::size_t V = 5, T = 6;
+  Tokens same({1, T});
+  same.fill(3);
+  TinyModel<NoPE> nope(V, T, 24);
+  perturb_parameters(nope, 25);
+  TinyModel<ALiBi> alibi(V, T, 24);
+  perturb_parameters(alibi, 25);
+  const Tensor<double, 4> uniform = nope.attention_probabilities(same, 0);
+  const Tensor<double, 4> decaying = alibi.attention_probabilities(same, 0);
+  for (std::size_t h = 0; h < 2; ++h) {
+    const double m = std::pow(2.0, -8.0 * static_cast<double>(h + 1) / 2.0);
+    for (std::size_t i = 0; i < T; ++i) {
+      double norm = 0;
+      for (std::size_t j = 0; j <= i; ++j) norm += std::exp(-m * static_cast<double>(i - j));
+      for (std::size_t j = 0; j <= i; ++j) {
+        CHECK(uniform(0, h, i, j) == Approx(1.0 / static_cast<double>(i + 1)).epsilon(1e-12));
+        CHECK(decaying(0, h, i, j) == Approx(std::exp(-m * static_cast<double>(i - j)) / norm).epsilon(1e-12));
+      }
+    }
+  }
+}

@@ -226,7 +226,9 @@ class PosencModel(torch.nn.Module):
             self.w = dict(tensors, **{"lm_head.weight": tensors["transformer.wte.weight"]})
 
     def forward(self, idx):
+        """Logits (B, T, V); self.attention then holds each layer's probabilities (B, H, T, T)."""
         B, T = idx.shape
+        self.attention = []
         D, H = self.dim, self.heads
         hd = D // H
         w = self.w
@@ -316,6 +318,7 @@ class PosencModel(torch.nn.Module):
                 layer_bias = -r1 * torch.log1p(r2 * distance.float()[None])
             scores = q @ k.transpose(-1, -2) / math.sqrt(hd) + layer_bias
             att = scores.masked_fill(~mask, float("-inf")).softmax(-1)
+            self.attention.append(att)
             y = (att @ v).transpose(1, 2).reshape(B, T, D)
             x = x + F.linear(y, w[p + "attn.c_proj.weight"], w[p + "attn.c_proj.bias"])
             h = F.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps=1e-5)

@@ -5,6 +5,7 @@
     posenc.policies()                           # [{"name": "rope", "summary": ..., "rotary": True}, ...]
     model = posenc.load("runs/rope/model.safetensors")
     logits = model.forward(model.encode("ROMEO:"))   # (T, V) float32
+    weights = model.attention(model.encode("ROMEO:"), layer=0)  # (H, T, T) attention probabilities
     model.evaluate("data/tinyshakespeare/input.txt")  # losses and bits per byte, as `shakespeare eval`
     model.sample("ROMEO:", tokens=200, seed=1)        # bytes
     posenc.records.read_records("docs/results/tasks/copy")  # a study's records as dicts

@@ -47,6 +47,24 @@ def test_forward_gives_float32_logits_of_the_right_shape(checkpoint):
     np.testing.assert_allclose(batch[0], logits, rtol=1e-5, atol=1e-5)  # a sequence's logits are its own
 
 
+def test_attention_gives_each_layers_causal_probabilities(checkpoint):
+    model = posenc.load(checkpoint)
+    ids = model.encode("to be or not to be")
+    T = len(ids)
+    last = model.attention(ids)
+    assert last.dtype == np.float32 and last.shape == (model.heads, T, T)
+    np.testing.assert_array_equal(last, model.attention(ids, layer=model.layers - 1))
+    first = model.attention(np.stack([ids, ids[::-1]]), layer=0)
+    assert first.shape == (2, model.heads, T, T)
+    np.testing.assert_allclose(first.sum(-1), 1, rtol=1e-5)  # each query's weights over its keys
+    assert np.all(first >= 0) and not np.any(np.triu(first, k=1))  # none on a later key
+    assert not np.allclose(first[0], last)  # two layers, two patterns
+    assert not np.allclose(first[1], first[0])  # a sequence's weights are its own
+    for layer in (model.layers, -model.layers - 1):
+        with pytest.raises(IndexError, match="layers \\(0 to 1"):
+            model.attention(ids, layer=layer)
+
+
 def test_loss_is_the_cross_entropy_of_the_logits(checkpoint):
     model = posenc.load(checkpoint)
     ids = model.encode("that is the question")
@@ -169,6 +187,21 @@ def test_the_example_reproduces_the_task_figure(tmp_path):
     assert out.stat().st_size > 10000 and "12 encodings, 36 runs" in result.stdout
 
 
+def test_the_attention_example_draws_each_models_heads(checkpoint, tmp_path):
+    script = os.path.join(ROOT, "examples", "python", "attention.py")
+    out = tmp_path / "attention.png"
+    result = subprocess.run([sys.executable, script, str(out), checkpoint, checkpoint, "--layer", "0", "--text",
+                             "ROMEO: to be or not to be"],
+                            capture_output=True, text=True, env=dict(os.environ))
+    if "No module named 'matplotlib'" in result.stderr:
+        pytest.skip("matplotlib is not installed")
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 10000 and "2 models, 4 heads" in result.stdout
+    unknown = subprocess.run([sys.executable, script, str(out), checkpoint, "--text", "BANQUO"], capture_output=True,
+                             text=True, env=dict(os.environ))
+    assert unknown.returncode == 2 and "not in the checkpoint's vocabulary" in unknown.stderr
+
+
 SMALL = dict(posenc="rope", layers=2, dim=64, heads=4, batch=4, context=16, eval_every=10, eval_iters=2)
 
 
@@ -252,6 +285,9 @@ def test_the_pytorch_twin_gives_the_bindings_logits(policy, shakespeare, corpus,
         expected = reference(torch.tensor(ids, dtype=torch.long)[None])[0].numpy()
     assert np.abs(model.forward(ids) - expected).max() < 1e-4  # they agree to ~1e-6
     assert np.abs(expected).max() > 0.1  # logits of a model that has trained
+    for layer in range(model.layers):  # and on what each layer attends to
+        weights = reference.attention[layer][0].numpy()
+        assert np.abs(model.attention(ids, layer) - weights).max() < 1e-5
 
 
 def test_train_shows_a_progress_bar_where_tqdm_is_installed(corpus, tmp_path, capsys):

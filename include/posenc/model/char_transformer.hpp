@@ -128,6 +128,23 @@ class CharTransformer {
     return view_of<const S>(ws_.logits.data(), {ws_.B, ws_.T, vocab_size()});
   }
 
+  // The attention probabilities (B,H,T,T) of block `layer` (0 the first) for inputs (B,T): [b,h,i,j]
+  // the weight query i of head h gives key j, 0 where the causal mask hides it — what each encoding
+  // attends to. The blocks before it run as in forward() (dropout only in a training pass); the
+  // result takes B·H·T² scalars.
+  Tensor<S, 4> attention_probabilities(const Tokens& inputs, std::size_t layer) {
+    if (layer >= Layers)
+      fail("CharTransformer::attention_probabilities: no layer ", layer, " in a model of ", Layers,
+           " layers (0 to ", Layers - 1, ")");
+    begin_batch(inputs, nullptr, nullptr, false);
+    const std::size_t T = ws_.T;
+    Tensor<S, 4> att = Tensor<S, 4>::from_shape({ws_.B, Heads, T, T});
+    for (std::size_t b0 = 0; b0 < ws_.B; b0 += ws_.chunk)
+      blocks_[layer].attention_probabilities(att.data() + b0 * Heads * T * T, chunk_through_blocks(b0, layer, false),
+                                             ws_.blocks[0], store_, chunk_size(b0), T, batch_positions());
+    return att;
+  }
+
   // The mean cross-entropy of predicting targets (B,T) from inputs (B,T), keeping nothing for a
   // backward (as forward(); an evaluation's memory is one layer's activations of one chunk).
   // backward() then gives its gradient, recomputing the activations: loss_and_backward() does not.
@@ -472,9 +489,22 @@ class CharTransformer {
   // Forward for sequences [b0, b0+n) of the batch: writes their logits, and with for_backward
   // saves their activations (residual(l), ws_.blocks[l]) for chunk_backward.
   void chunk_forward(std::size_t b0, bool for_backward) {
-    const std::size_t n = chunk_size(b0), T = ws_.T, N = n * T, V = vocab_size();
+    const std::size_t N = chunk_size(b0) * ws_.T, V = vocab_size();
     const auto& p = store_.values;
-    S* logits = ws_.logits.data() + b0 * T * V;
+    S* logits = ws_.logits.data() + b0 * ws_.T * V;
+    const S* x = chunk_through_blocks(b0, Layers, for_backward);
+    profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
+                                         ws_.lnf_rstd.data(), x, p[ln_f_w_], p[ln_f_b_], N, Dim); });
+    profiled("forward: linear lm_head", [&] {
+      fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
+    });
+  }
+
+  // Embeds sequences [b0, b0+n) of the batch and runs them through the first `blocks` blocks;
+  // returns the residual stream after them (n·T, D), x[blocks] of chunk_forward's.
+  S* chunk_through_blocks(std::size_t b0, std::size_t blocks, bool for_backward) {
+    const std::size_t n = chunk_size(b0), T = ws_.T, V = vocab_size();
+    const auto& p = store_.values;
     const std::uint64_t first_sequence = dropout_first_sequence_ + b0;
     profiled("forward: embedding", [&] {
       embedding_forward(residual(0), ws_.inputs.data() + b0 * T, p[wte_],
@@ -482,14 +512,10 @@ class CharTransformer {
       dropout(residual(0), n * T * Dim, dropout_.at(embedding_site), first_sequence * T * Dim);
     });
     const auto x = [&](std::size_t l) { return residual(for_backward ? l : l % 2); };
-    for (std::size_t l = 0; l < Layers; ++l)
+    for (std::size_t l = 0; l < blocks; ++l)
       blocks_[l].forward(x(l + 1), x(l), ws_.blocks[for_backward ? l : 0], store_, n, T, dropout_.at(1 + l),
                          first_sequence, batch_positions(), for_backward);
-    profiled("forward: layernorm", [&] { fast::layernorm_forward(ws_.lnf.data(), ws_.lnf_mean.data(),
-                                         ws_.lnf_rstd.data(), x(Layers), p[ln_f_w_], p[ln_f_b_], N, Dim); });
-    profiled("forward: linear lm_head", [&] {
-      fast::linear_forward(logits, ws_.lnf.data(), p[lm_head_w_], p[lm_head_b_], N, Dim, V, config_.precision);
-    });
+    return x(blocks);
   }
 
   // The chunk's summed cross-entropy over its scored targets (double); leaves its softmax in

@@ -177,6 +177,21 @@ class DecoderBlock {
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
   }
 
+  // att (B,H,T,T): the attention probabilities of this block for its input inp (B,T,D), [b,h,i,j]
+  // the weight query i of head h gives key j, 0 where the mask hides j; the forward's kernel
+  // computes them as a backward would keep them. act sized as for forward without a backward.
+  void attention_probabilities(S* att, const S* inp, Activations& act, ParameterStore<S>& store, std::size_t B,
+                               std::size_t T, PositionMap positions = {}) {
+    const std::size_t N = B * T;
+    const auto& p = store.values;
+    fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(), act.ln1_rstd.data(), inp, p[w_.ln_1_w],
+                            p[w_.ln_1_b], N, Dim);
+    fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim, 3 * Dim, precision_);
+    std::fill(att, att + B * Heads * T * T, S(0));  // the kernel leaves most masked entries unwritten
+    fast::attention_forward(act.atty.data(), static_cast<S*>(nullptr), att, act.qkv.data(), B, T, Dim, Heads,
+                            bind_at(store, T, positions), causal_);
+  }
+
   // dinp (B,T,D) is added into; dout (B,T,D); inp and act as forward saw and left them, with the
   // forward's dropout
   void backward(S* dinp, const S* dout, const S* inp, const Activations& act, Scratch& sc,

@@ -40,6 +40,9 @@ class AnyModel {
   virtual std::size_t vocab_size() const = 0;
   // The logits (B, T, V) of `inputs`, no gradient, in a tensor the caller owns.
   virtual Tensor<float, 3> logits(const Tokens& inputs) = 0;
+  // The attention probabilities (B, H, T, T) of block `layer` for `inputs` (B, T), in a tensor the
+  // caller owns (CharTransformer::attention_probabilities).
+  virtual Tensor<float, 4> attention_probabilities(const Tokens& inputs, std::size_t layer) = 0;
   // The mean cross-entropy of `targets` after `inputs` (B, T each), no gradient.
   virtual double loss(const Tokens& inputs, const Tokens& targets) = 0;
   // A parameter tensor of the model: its nanoGPT name and shape, and its values in the model's
@@ -93,6 +96,9 @@ class ModelOf final : public AnyModel {
   std::size_t parameter_count() const override { return model_.parameter_count(); }
   std::size_t vocab_size() const override { return model_.vocab_size(); }
   Tensor<float, 3> logits(const Tokens& inputs) override { return model_.forward(inputs); }
+  Tensor<float, 4> attention_probabilities(const Tokens& inputs, std::size_t layer) override {
+    return model_.attention_probabilities(inputs, layer);
+  }
   double loss(const Tokens& inputs, const Tokens& targets) override { return model_.loss(inputs, targets); }
   std::vector<NamedParameter> named_parameters() const override {
     std::vector<NamedParameter> list;
