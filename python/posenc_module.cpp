@@ -22,7 +22,9 @@
 #include "../examples/common/corpus.hpp"
 #include "../examples/common/model_sizes.hpp"
 #include "../examples/common/stop_signal.hpp"
+#include "../examples/common/rope_options.hpp"
 #include "../examples/common/study_summary.hpp"
+#include "../examples/common/task_options.hpp"
 #include "../examples/common/train_run.hpp"
 
 namespace py = pybind11;
@@ -106,23 +108,85 @@ nlohmann::json setting_json(const char* caller, const std::string& key, const py
                        std::string(py::str(py::type::of(value).attr("__name__"))));
 }
 
-// A run's settings from config.json's keys (posenc.train's and posenc.study's **settings) over
-// `run`; an unknown key is a TypeError, a bad value a ValueError.
-posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& settings, const char* caller) {
+// A setting's name as Python callers write it: task_lengths for --task-lengths.
+std::string python_name(std::string_view option) {
+  std::string name(option);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// The programs' options that are not config.json keys, under their CLI names: the task and the
+// rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
+struct ProgramOptions {
+  std::optional<std::string> task, task_lengths, rope_method;
+  std::vector<std::pair<std::string, double>> rope_numbers;  // by option name: rope-base, ...
+
+  // Takes `key` (a Python name) if it is one of them; false otherwise.
+  bool take(const char* caller, const std::string& key, const py::handle& value) {
+    const auto text = [&]() {
+      if (!py::isinstance<py::str>(value))
+        throw py::type_error(std::string(caller) + ": setting " + key + " takes a string, not " +
+                             std::string(py::str(py::type::of(value).attr("__name__"))));
+      return value.cast<std::string>();
+    };
+    if (key == "task") return task = text(), true;
+    if (key == "task_lengths") return task_lengths = text(), true;
+    if (key == "rope_scaling") return rope_method = text(), true;
+    for (const char* option : {"rope-base", "rope-factor", "rope-original-context", "yarn-beta-fast", "yarn-beta-slow",
+                               "yarn-attention-factor"}) {
+      if (key != python_name(option)) continue;
+      if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)))
+        throw py::type_error(std::string(caller) + ": setting " + key + " takes a number, not " +
+                             std::string(py::str(py::type::of(value).attr("__name__"))));
+      rope_numbers.emplace_back(option, value.cast<double>());
+      return true;
+    }
+    return false;
+  }
+
+  // Puts them over `c`, as the programs' TaskOptions and RopeOptions do.
+  void apply(posenc::RunConfig& c, bool context_given, bool data_given) const {
+    if (task_lengths && !task) throw py::value_error("task_lengths needs task, the task whose lengths they are");
+    const auto spelled = [](std::string_view name) { return python_name(name); };
+    if (task) {
+      const auto names = posenc::task_names();
+      if (std::find(names.begin(), names.end(), *task) == names.end())
+        throw py::value_error("task '" + *task + "': expected one of " + posenc::name_list(names));
+      examples::set_task(c, posenc::TaskSpec{posenc::parse_task_kind(*task),
+                                             posenc::parse_task_lengths(task_lengths.value_or("1-16"))},
+                         context_given, data_given, spelled);
+    }
+    if (rope_method || !rope_numbers.empty()) {
+      c.rope = examples::apply_rope_settings(c.rope, rope_method, rope_numbers, spelled);
+      if (!posenc::rotary_policy(c.posenc))
+        throw py::value_error("rope_base and rope_scaling apply to rotary policies (" +
+                              posenc::name_list(posenc::rotary_policy_names()) + "), not to " + c.posenc);
+    }
+  }
+};
+
+// A run's settings over `run`: config.json's keys and the programs' options that are not keys
+// (ProgramOptions) (posenc.train's and posenc.study's **settings); an unknown key is a TypeError, a
+// bad value a ValueError.
+posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& settings, const char* caller,
+                               bool data_given) {
   nlohmann::json j = posenc::complete_json(run);
+  ProgramOptions options;
   for (const auto& [name, value] : settings) {
-    std::string key = py::str(name);
-    std::replace(key.begin(), key.end(), '-', '_');
+    const std::string key = python_name(std::string(py::str(name)));
+    if (options.take(caller, key, value)) continue;
     if (!posenc::grid_may_set(key))
       throw py::type_error(std::string(caller) + ": unknown setting '" + key +
                            "' (the settings are config.json's keys: lr, lr_schedule, warmup_steps, batch, context, "
-                           "dropout, layers, dim, heads, tokenizer, ...; posenc, steps, seed and data are " +
+                           "dropout, layers, dim, heads, tokenizer, ...; and task, task_lengths, rope_base, "
+                           "rope_scaling, rope_factor, ... as the programs' options; posenc, steps, seed and data are " +
                            caller + "'s own arguments)");
     j[key] = setting_json(caller, key, value);
   }
   posenc::RunConfig c;
   try {
     c = posenc::run_config_from_json(j, std::string(caller) + "'s settings");
+    options.apply(c, settings.contains("context"), data_given);
   } catch (const posenc::Error& e) {
     throw py::value_error(e.what());
   }
@@ -154,7 +218,7 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
     if (policy) base.posenc = *policy;
     if (steps) base.train.steps = *steps;
     if (seed) base.train.seed = *seed;
-    options.run = run_settings(base, settings, "train");
+    options.run = run_settings(base, settings, "train", data.has_value());
     const std::vector<std::string> names = posenc::policy_names();
     if (std::find(names.begin(), names.end(), options.run.posenc) == names.end())
       throw py::value_error("train: unknown positional encoding '" + options.run.posenc +
@@ -233,7 +297,7 @@ class PythonStudyObserver final : public posenc::StudyObserver {
     py::gil_scoped_acquire gil;
     const char* how = end == posenc::RunEnd::done ? "done" : end == posenc::RunEnd::stopped ? "stopped" : "failed";
     if (on_run_.is_none())
-      py::print("study:", how, message);
+      py::print("study:", message);  // the message says how the run ended
     else
       on_run_(py::dict(py::arg("end") = how, py::arg("message") = message));
   }
@@ -246,7 +310,8 @@ class PythonStudyObserver final : public posenc::StudyObserver {
 // posenc.study: the runs of a design (variants × seeds × grid points), resumable in `out` as the
 // study program's, then its summary (summary.json's contents).
 py::dict study(const std::string& out, const std::vector<std::string>& variants,
-               const std::vector<std::uint64_t>& seeds, std::int64_t steps, const std::string& data, std::size_t jobs,
+               const std::vector<std::uint64_t>& seeds, std::int64_t steps, const std::optional<std::string>& data,
+               std::size_t jobs,
                const std::map<std::string, std::vector<std::string>>& grid, const py::object& on_run,
                const py::kwargs& settings) {
   if (out.empty()) throw py::value_error("study: out must name the study's folder");
@@ -257,8 +322,8 @@ py::dict study(const std::string& out, const std::vector<std::string>& variants,
   design.steps = steps;
   design.extended_steps = 0;
   posenc::RunConfig base;
-  base.data = data;
-  design.run = run_settings(base, settings, "study");
+  base.data = data.value_or("data/tinyshakespeare/input.txt");
+  design.run = run_settings(base, settings, "study", data.has_value());
   for (const auto& [name, values] : grid) {
     std::string axis = name + "=";
     for (std::size_t i = 0; i < values.size(); ++i) axis += (i ? "," : "") + values[i];
@@ -345,7 +410,7 @@ PYBIND11_MODULE(_posenc, m) {
       "num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
   m.def("study", &study, py::arg("out"), py::arg("variants") = posenc::published_variants,
         py::arg("seeds") = posenc::published_seeds, py::arg("steps") = 2000,
-        py::arg("data") = "data/tinyshakespeare/input.txt", py::arg("jobs") = 1,
+        py::arg("data") = py::none(), py::arg("jobs") = 1,
         py::arg("grid") = std::map<std::string, std::vector<std::string>>{}, py::arg("on_run") = py::none(),
         "Runs a study as the study program does (variants × seeds × the grid's points, each setting of "
         "**settings a config.json key every run shares), resumable in `out`, and returns its summary "

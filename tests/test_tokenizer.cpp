@@ -66,6 +66,12 @@ TEST_CASE("a tokenizer spec is checked: bpe needs a size above 256, the others t
   CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::character, 512}).validate(),
                     Catch::Contains("--vocab-size applies to tokenizer bpe"));
   CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::byte, 512}).validate(), Catch::Contains("the 256 bytes"));
+  // a size from JSON or Python, past the programs' bound: an error, not an allocation that fails
+  CHECK_THROWS_WITH(TokenizerSpec({TokenizerKind::bpe, std::size_t{1} << 40}).validate(),
+                    Catch::Contains("at most 1048576 tokens (--vocab-size), got 1099511627776"));
+  CHECK_THROWS_WITH(BpeTokenizer::train("abab", std::size_t{1} << 40),
+                    Catch::Contains("more than the 1048576 it allows"));
+  CHECK_NOTHROW(TokenizerSpec({TokenizerKind::bpe, std::size_t{1} << 20}).validate());
   CHECK(parse_tokenizer_kind("bpe") == TokenizerKind::bpe);
   CHECK_THROWS_WITH(parse_tokenizer_kind("wordpiece"), Catch::Contains("unknown tokenizer 'wordpiece' (known: char, "
                                                                        "byte, bpe)"));

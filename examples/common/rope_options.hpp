@@ -3,7 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +18,49 @@
 #include "run_options.hpp"
 
 namespace examples {
+
+// The rotary settings a user gave, by the programs' option names without their dashes: the method
+// (rope-scaling's name) and numbers among rope-base, rope-factor, rope-original-context,
+// yarn-beta-fast, yarn-beta-slow and yarn-attention-factor, over `scaling`; checked, errors naming
+// each setting as `spelled` writes it (--rope-factor for the programs, rope_factor for Python).
+inline posenc::RopeScaling apply_rope_settings(posenc::RopeScaling scaling, const std::optional<std::string>& method,
+                                               const std::vector<std::pair<std::string, double>>& numbers,
+                                               const std::function<std::string(std::string_view)>& spelled) {
+  // each option and the setting it gives (rope_scaling_reads' names)
+  static constexpr std::pair<std::string_view, std::string_view> settings[] = {
+      {"rope-base", "base"},           {"rope-factor", "factor"},       {"rope-original-context", "original_context"},
+      {"yarn-beta-fast", "beta_fast"}, {"yarn-beta-slow", "beta_slow"}, {"yarn-attention-factor", "attention_factor"},
+  };
+  if (method) {
+    const auto parsed = posenc::parse_rope_scaling(*method);
+    if (!parsed)
+      posenc::fail(spelled("rope-scaling"), " '", *method, "': expected one of ",
+                   posenc::name_list(posenc::rope_scaling_names.names()));
+    scaling.method = *parsed;
+  }
+  for (const auto& [option, value] : numbers) {
+    const auto* entry = std::find_if(std::begin(settings), std::end(settings),
+                                     [&option](const auto& e) { return e.first == option; });
+    if (entry == std::end(settings)) posenc::fail("apply_rope_settings: no rotary setting is named '", option, "'");
+    const std::string_view setting = entry->second;
+    if (setting == "factor") {
+      scaling.factor = value;
+    } else {
+      const posenc::RopeScalingSetting* found = posenc::find_rope_scaling_setting(setting);
+      if (found->whole && !(value >= 0 && value == std::floor(value) && value <= static_cast<double>(longest_context)))
+        posenc::fail(spelled(option), ": a whole number in [0, ", longest_context, "], got ", value);
+      found->set(scaling, value);
+    }
+    // a setting the method does not read would be recorded and change nothing
+    if (!posenc::rope_scaling_reads(scaling.method, setting))
+      posenc::fail(spelled(option), ": read by ", posenc::rope_scaling_readers(setting), ", not by the scaling '",
+                   posenc::rope_scaling_name(scaling.method), "'",
+                   method ? "" : " (give " + spelled("rope-scaling") + ")");
+  }
+  if (scaling.method == posenc::RopeScalingMethod::none) scaling.factor = 1;
+  scaling.validate();
+  return scaling;
+}
 
 // Adds --rope-base, --rope-scaling, --rope-factor, --rope-original-context and YaRN's settings to
 // `app`; apply() puts those given over a RopeScaling (a checkpoint's, or the default).
@@ -44,22 +91,18 @@ class RopeOptions {
 
   // `scaling` with every option given on the command line replacing its field; checked.
   posenc::RopeScaling apply(posenc::RopeScaling scaling) const {
-    if (given("--rope-base")) scaling.base = base_;
-    if (given("--rope-scaling")) scaling.method = *posenc::parse_rope_scaling(method_);
-    if (given("--rope-factor")) scaling.factor = factor_;
-    if (given("--rope-original-context")) scaling.original_context = original_context_;
-    if (given("--yarn-beta-fast")) scaling.beta_fast = beta_fast_;
-    if (given("--yarn-beta-slow")) scaling.beta_slow = beta_slow_;
-    if (given("--yarn-attention-factor")) scaling.attention_factor = attention_factor_;
-    // an option the method does not read would be recorded and change nothing
-    for (const auto& [option, setting] : settings_)
-      if (given(option) && !posenc::rope_scaling_reads(scaling.method, setting))
-        posenc::fail(option, ": read by ", posenc::rope_scaling_readers(setting), ", not by the scaling '",
-                     posenc::rope_scaling_name(scaling.method), "'",
-                     given("--rope-scaling") ? "" : " (give --rope-scaling)");
-    if (scaling.method == posenc::RopeScalingMethod::none) scaling.factor = 1;
-    scaling.validate();
-    return scaling;
+    std::optional<std::string> method;
+    if (given("--rope-scaling")) method = method_;
+    std::vector<std::pair<std::string, double>> numbers;
+    const std::pair<const char*, double> values[] = {
+        {"rope-base", base_},           {"rope-factor", factor_},
+        {"rope-original-context", static_cast<double>(original_context_)},
+        {"yarn-beta-fast", beta_fast_}, {"yarn-beta-slow", beta_slow_},
+        {"yarn-attention-factor", attention_factor_}};
+    for (const auto& [name, value] : values)
+      if (given("--" + std::string(name))) numbers.emplace_back(name, value);
+    return apply_rope_settings(scaling, method, numbers,
+                               [](std::string_view name) { return "--" + std::string(name); });
   }
   bool any_given() const {
     for (const std::string& name : names_)
@@ -71,15 +114,6 @@ class RopeOptions {
  private:
   bool given(const std::string& name) const { return app_.count(name) > 0; }
   void add(CLI::Option* option) { names_.push_back(option->get_name()); }
-  // each option and the setting it gives (rope_scaling_reads' names)
-  static constexpr std::pair<const char*, std::string_view> settings_[] = {
-      {"--rope-base", "base"},
-      {"--rope-factor", "factor"},
-      {"--rope-original-context", "original_context"},
-      {"--yarn-beta-fast", "beta_fast"},
-      {"--yarn-beta-slow", "beta_slow"},
-      {"--yarn-attention-factor", "attention_factor"},
-  };
   CLI::App& app_;
   double base_ = 10000, factor_ = 1, beta_fast_ = 32, beta_slow_ = 1, attention_factor_ = 1;
   std::string method_ = "none";

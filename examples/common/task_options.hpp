@@ -3,13 +3,31 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <posenc/data/tasks.hpp>
 #include <posenc/train/run_config.hpp>
 
 namespace examples {
+
+// run.task = task, with what follows from it: the context, unless `context_given`, the longest
+// example's inputs; a task that reads no corpus refuses a corpus given and leaves run.data empty.
+// `spelled` writes a setting's name ("data", "task") as the caller's user gives it.
+inline void set_task(posenc::RunConfig& run, const std::optional<posenc::TaskSpec>& task, bool context_given,
+                     bool data_given, const std::function<std::string(std::string_view)>& spelled) {
+  run.task = task;
+  if (!task) return;
+  if (!context_given) run.train.context = posenc::task_context(*task);
+  if (!run.reads_corpus()) {
+    if (data_given)
+      posenc::fail(spelled("data"), " with ", spelled("task"), " ", posenc::task_name(task->kind),
+                   ": the task makes its own examples and reads no corpus");
+    run.data.clear();
+  }
+}
 
 // Adds --task NAME (the names and summaries from posenc::task_infos) and --task-lengths A-B to `app`.
 class TaskOptions {
@@ -39,14 +57,8 @@ class TaskOptions {
   // Sets run.task from the options `app` was given: the context, unless --context is given, the
   // longest example's inputs; a task that reads no corpus refuses --data and leaves run.data empty.
   void apply(posenc::RunConfig& run, const CLI::App& app) const {
-    run.task = spec();
-    if (!run.task) return;
-    if (app.count("--context") == 0) run.train.context = posenc::task_context(*run.task);
-    if (!run.reads_corpus()) {
-      if (app.count("--data") > 0)
-        posenc::fail("--data with --task ", name_, ": the task makes its own examples and reads no corpus");
-      run.data.clear();
-    }
+    set_task(run, spec(), app.count("--context") > 0, app.count("--data") > 0,
+             [](std::string_view name) { return "--" + std::string(name); });
   }
 
   // The task given, or none.

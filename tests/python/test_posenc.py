@@ -225,6 +225,50 @@ def test_train_from_python_equals_the_program(threads, shakespeare, corpus, tmp_
     assert posenc.load(bpe["final_model"]).tokenizer == "bpe (280 tokens)"
 
 
+def test_the_programs_task_and_rope_options_by_their_cli_names(shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(1)
+    small = {key: value for key, value in SMALL.items() if key != "context"}  # a task's: its longest example
+    run = posenc.train(str(tmp_path / "py"), steps=10, task="copy", task_lengths="1-4", rope_base=500,
+                       on_eval=lambda r: None, **small)
+    assert run["config"]["task"] == {"name": "copy", "lengths": "1-4"} and run["config"]["rope"]["base"] == 500
+    assert run["config"]["data"] == "" and run["config"]["context"] == 8
+    subprocess.run([shakespeare, "train", "--posenc", "rope", "--layers", "2", "--dim", "64", "--heads", "4",
+                    "--batch", "4", "--eval-every", "10", "--eval-iters", "2", "--steps", "10", "--threads", "1",
+                    "--task", "copy", "--task-lengths", "1-4", "--rope-base", "500", "--out", str(tmp_path / "cli")],
+                   check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    yarn = posenc.train(str(tmp_path / "yarn"), steps=2, data=str(corpus), rope_scaling="yarn", rope_factor=4,
+                        yarn_beta_fast=16, on_eval=lambda r: None, **SMALL)
+    assert yarn["config"]["rope"] == {"method": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 1.0}
+    bad = [(ValueError, "data with task copy: the task makes its own examples", dict(task="copy", data=str(corpus))),
+           (ValueError, "task 'kopy': expected one of", dict(task="kopy")),
+           (ValueError, "task_lengths needs task", dict(task_lengths="1-4")),
+           (TypeError, "task_lengths takes a string", dict(task="copy", task_lengths=4)),
+           (ValueError, "yarn_beta_fast: read by yarn, not by the scaling 'linear'",
+            dict(rope_scaling="linear", rope_factor=2, yarn_beta_fast=8)),
+           (ValueError, "rope_factor: read by linear", dict(rope_factor=2)),
+           (ValueError, "rope_scaling 'spiral': expected one of", dict(rope_scaling="spiral")),
+           (TypeError, "rope_base takes a number", dict(rope_base="500")),
+           (ValueError, "apply to rotary policies", dict(rope_base=500, posenc="alibi"))]
+    for i, (error, message, settings) in enumerate(bad):
+        with pytest.raises(error, match=message):
+            posenc.train(str(tmp_path / f"bad{i}"), steps=2, **dict(SMALL, **settings))
+        assert not (tmp_path / f"bad{i}").exists()
+
+
+def test_a_task_study_from_python_tests_each_model_at_each_length(tmp_path, capsys):
+    posenc.set_num_threads(1)
+    small = {key: value for key, value in SMALL.items() if key not in ("posenc", "context")}
+    summary = posenc.study(str(tmp_path / "task"), variants=["rope", "alibi"], seeds=[1, 2], steps=10, task="copy",
+                           task_lengths="1-4", jobs=2, **small)
+    assert "study: done rope-seed1-steps10" in capsys.readouterr().out
+    cells = summary["task"]["band_cells"]
+    assert {c["variant"] for c in cells} == {"rope", "alibi"} and cells[0]["band"] == "≤ 4 (trained)"
+    assert all(len(c["accuracy"]) == 2 for c in cells)  # a seed's accuracy each
+    records = posenc.records.read_records(tmp_path / "task")
+    assert sorted({row[2] for row in posenc.records.task_accuracy(records)}) == list(range(1, 33))  # to 8 × 4
+
+
 def test_ctrl_c_saves_the_step_and_resume_finishes_the_same_run(corpus, tmp_path):
     import signal
     import threading
@@ -308,6 +352,7 @@ def test_study_from_python_runs_the_design_and_returns_its_summary(shakespeare, 
     summary = posenc.study(str(tmp_path / "py"), variants=["rope", "alibi"], seeds=[1, 2], steps=10,
                            data=str(corpus), jobs=2, on_run=ended.append, **settings)
     assert len(ended) == 4 and all(e["end"] == "done" for e in ended)
+    assert all(e["message"].startswith("done ") for e in ended)
     assert [v["variant"] for v in summary["variants"]] == ["rope", "alibi"]
     assert all(v["n"] == 2 for v in summary["variants"])
     assert (tmp_path / "py" / "summary.md").exists()

@@ -78,6 +78,9 @@ struct BpeMerge {
 class BpeTokenizer {
  public:
   static constexpr std::size_t byte_tokens = 256;
+  // The largest vocabulary train makes (the programs' --vocab-size bound): far past what a corpus
+  // a CPU trains on yields, and its merge table stays a few megabytes.
+  static constexpr std::size_t max_vocab_size = std::size_t{1} << 20;
 
   // Merges learned from `corpus` until the vocabulary has `vocab_size` tokens: each merge joins the
   // pair of adjacent tokens most frequent within the corpus's chunks (bpe_chunks), ties going to
@@ -88,6 +91,8 @@ class BpeTokenizer {
     if (vocab_size < byte_tokens)
       fail("BpeTokenizer: a vocabulary of ", vocab_size, " tokens is smaller than the ", byte_tokens,
            " bytes it starts from");
+    if (vocab_size > max_vocab_size)
+      fail("BpeTokenizer: a vocabulary of ", vocab_size, " tokens is more than the ", max_vocab_size, " it allows");
     std::unordered_map<std::string_view, std::uint64_t> frequency;
     for (const std::string_view chunk : bpe_chunks(corpus)) ++frequency[chunk];
     std::vector<std::pair<std::string_view, std::uint64_t>> distinct(frequency.begin(), frequency.end());

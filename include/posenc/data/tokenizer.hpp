@@ -39,6 +39,9 @@ struct TokenizerSpec {
       fail("tokenizer bpe needs a vocabulary size above the ", BpeTokenizer::byte_tokens,
            " bytes it starts from (--vocab-size), got ", vocab_size,
            vocab_size == BpeTokenizer::byte_tokens ? "; --tokenizer byte is the 256 bytes alone" : "");
+    if (kind == TokenizerKind::bpe && vocab_size > BpeTokenizer::max_vocab_size)
+      fail("tokenizer bpe: a vocabulary of at most ", BpeTokenizer::max_vocab_size, " tokens (--vocab-size), got ",
+           vocab_size);
     if (kind != TokenizerKind::bpe && vocab_size != 0)
       fail("--vocab-size applies to tokenizer bpe; tokenizer ", tokenizer_name(kind), " takes its vocabulary from ",
            kind == TokenizerKind::byte ? "the 256 bytes" : "the corpus's characters");
