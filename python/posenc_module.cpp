@@ -20,6 +20,7 @@
 
 #include "../examples/common/any_model.hpp"
 #include "../examples/common/corpus.hpp"
+#include "../examples/common/eval_rows.hpp"
 #include "../examples/common/model_sizes.hpp"
 #include "../examples/common/stop_signal.hpp"
 #include "../examples/common/rope_options.hpp"
@@ -96,6 +97,9 @@ py::array_t<std::int32_t> as_array(const std::vector<posenc::TokenId>& ids) {
   std::copy(ids.begin(), ids.end(), out.mutable_data());
   return out;
 }
+
+// JSON as plain Python (dicts, lists, numbers, strings, None).
+py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // A Python value of a setting as JSON (None: "no value", as grad_clip=None).
 nlohmann::json setting_json(const char* caller, const std::string& key, const py::handle& value) {
@@ -525,6 +529,68 @@ PYBIND11_MODULE(_posenc, m) {
           },
           py::arg("data"), py::arg("context") = 0, py::arg("batch") = 32,
           "Full-pass train and validation loss of a corpus (a text, a folder or a token folder), as shakespeare eval")
+      .def(
+          "evaluate_contexts",
+          [](Model& x, const std::string& data, const std::vector<std::size_t>& contexts, std::size_t stride,
+             std::size_t bins) {
+            const posenc::TextDataset dataset = examples::load_corpus(data, x.info().tokenizer);
+            nlohmann::json rows;
+            {
+              py::gil_scoped_release unlocked;
+              rows = examples::length_rows(x.model(), dataset, contexts, stride, bins);
+            }
+            return to_python(rows);
+          },
+          py::arg("data"), py::arg("contexts"), py::arg("stride") = 0, py::arg("bins") = 0,
+          "The validation loss at each context length, in non-overlapping and sliding windows (stride 0: half "
+          "the length), in nats and bits per byte, with the mean loss by position in `bins` ranges (0: none): "
+          "shakespeare eval --contexts's rows; a length past max_context is a row with a note")
+      .def(
+          "copy_probe",
+          [](Model& x, const std::string& data, const std::vector<std::size_t>& distances, std::size_t segments) {
+            const posenc::TextDataset dataset = examples::load_corpus(data, x.info().tokenizer);
+            nlohmann::json rows;
+            {
+              py::gil_scoped_release unlocked;
+              rows = examples::copy_probe_rows(x.model(), dataset, distances, segments, "distance");
+            }
+            return to_python(rows);
+          },
+          py::arg("data"), py::arg("distances"), py::arg("segments") = 64,
+          "The copy probe on the validation split at each distance: the loss of a segment's second copy against "
+          "an unrelated control, and the drop between them (shakespeare eval --copy-probe's rows)")
+      .def(
+          "evaluate_task",
+          [](Model& x, const std::string& task, const std::string& lengths, std::size_t examples,
+             std::uint64_t seed, const std::optional<std::string>& data) {
+            const auto names = posenc::task_names();
+            if (std::find(names.begin(), names.end(), task) == names.end())
+              throw py::value_error("evaluate_task: task '" + task + "': expected one of " + posenc::name_list(names));
+            if (examples == 0) throw py::value_error("evaluate_task: examples must be at least 1");
+            const posenc::TaskKind kind = posenc::parse_task_kind(task);
+            const bool reads_corpus = posenc::task_info(kind).reads_corpus;
+            if (reads_corpus != data.has_value())
+              throw py::value_error("evaluate_task: task " + task +
+                                    (reads_corpus ? " hides its key in a corpus: give data"
+                                                  : " makes its own examples and reads no data"));
+            posenc::TaskLengths range;
+            try {
+              range = posenc::parse_task_lengths(lengths);
+            } catch (const posenc::Error& e) {
+              throw py::value_error(std::string("evaluate_task: ") + e.what());
+            }
+            const posenc::Task made(kind, reads_corpus ? posenc::read_corpus(*data) : std::string());
+            nlohmann::json rows;
+            {
+              py::gil_scoped_release unlocked;
+              rows = examples::task_rows(x.model(), x.info().tokenizer, made, range, examples, seed);
+            }
+            return to_python(rows);
+          },
+          py::arg("task"), py::arg("lengths"), py::arg("examples") = 100, py::arg("seed") = 1337,
+          py::arg("data") = py::none(),
+          "A task's exact-match accuracy, character accuracy and answer loss at each length of `lengths` (A-B), "
+          "`examples` examples a length (shakespeare eval --task's rows); passkey reads `data`")
       .def(
           "sample",
           [](Model& x, const py::object& prompt, std::size_t tokens, double temperature, std::size_t top_k,

@@ -29,6 +29,7 @@
 #include "../common/any_model.hpp"
 #include "../common/compute.hpp"
 #include "../common/corpus.hpp"
+#include "../common/eval_rows.hpp"
 #include "../common/rope_options.hpp"
 #include "../common/run_options.hpp"
 #include "../common/shell_quote.hpp"
@@ -197,7 +198,6 @@ std::string describe_rope(const posenc::CheckpointInfo& info) {
 void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::TextDataset& data,
                       const EvalOptions& o) {
   const double val_bytes = data.bytes_per_target(posenc::Split::validation);
-  nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
     std::printf(
         "%s\n%s (%s, step %lld), trained context %zu, validation split (%zu targets, %.3f bytes each: bits per "
@@ -206,25 +206,20 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
         static_cast<long long>(info.step), info.context, data.val().size() - 1, val_bytes,
         val_bytes * std::log(2.0), "length", "non-overlapping", "sliding window");
   if (!o.json && info.rope.changes_anything()) std::printf("rope: %s\n", describe_rope(info).c_str());
-  for (const std::size_t L : o.contexts) {
-    const std::size_t stride = o.stride != 0 ? std::min(o.stride, L) : std::max<std::size_t>(1, L / 2);
-    nlohmann::json row = posenc::evaluate_at_length(model, data.val(), L, stride, o.per_position ? o.bins : 0);
-    for (const std::string key : {"non_overlapping", "sliding"})
-      if (row.contains(key) && row[key].is_number())
-        row[key + "_bits_per_byte"] = posenc::bits_per_byte(row[key].get<double>(), val_bytes);
-    if (!o.json) {
-      if (row.contains("note"))
-        std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
-      else
-        std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, row["non_overlapping"].get<double>(),
-                    row["sliding"].get<double>(), stride);
-    }
-    if (row.contains("per_position") && !o.json)
-      for (const nlohmann::json& bin : row["per_position"]["bins"])
-        std::printf("          positions %5zu-%-5zu %8.4f\n", bin["first"].get<std::size_t>(),
-                    bin["last"].get<std::size_t>(), bin["loss"].get<double>());
-    rows.push_back(row);
-  }
+  const nlohmann::json rows = examples::length_rows(
+      model, data, o.contexts, o.stride, o.per_position ? o.bins : 0, [&](const nlohmann::json& row) {
+        if (o.json) return;
+        const std::size_t L = row["length"].get<std::size_t>();
+        if (row.contains("note"))
+          std::printf("%8zu  %s\n", L, row["note"].get<std::string>().c_str());
+        else
+          std::printf("%8zu  %16.4f  %13.4f (stride %zu)\n", L, row["non_overlapping"].get<double>(),
+                      row["sliding"].get<double>(), row["stride"].get<std::size_t>());
+        if (row.contains("per_position"))
+          for (const nlohmann::json& bin : row["per_position"]["bins"])
+            std::printf("          positions %5zu-%-5zu %8.4f\n", bin["first"].get<std::size_t>(),
+                        bin["last"].get<std::size_t>(), bin["loss"].get<double>());
+      });
   if (o.json) {
     nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
                              {"trained_context", info.context}, {"split", "val"}, {"lengths", rows},
@@ -237,32 +232,23 @@ void evaluate_lengths(posenc::AnyModel& model, const posenc::CheckpointInfo& inf
 // The copy probe (posenc::copy_probe) on the validation split at each distance.
 void probe_copies(posenc::AnyModel& model, const posenc::CheckpointInfo& info, const posenc::TextDataset& data,
                   const EvalOptions& o) {
-  for (const std::size_t n : o.copy_distances)  // every distance before the first is probed
-    if (2 * n <= model.max_context()) {  // else its row says the model cannot take it
-      try {
-        posenc::check_copy_probe_split(data.val().size(), n, o.copy_segments);
-      } catch (const posenc::Error& e) {
-        posenc::fail("--copy-probe ", n, ": ", e.what());
-      }
-    }
-  nlohmann::json rows = nlohmann::json::array();
+  examples::check_copy_probe_distances(model, data, o.copy_distances, o.copy_segments, "--copy-probe");
   if (!o.json)
     std::printf("%s (%s, step %lld), trained context %zu: the copy probe, %zu segments of the validation split\n"
                 "%8s  %18s  %18s  %18s\n",
                 o.checkpoint.c_str(), info.policy.c_str(), static_cast<long long>(info.step), info.context,
                 o.copy_segments, "distance", "control", "second copy", "drop");
-  for (const std::size_t n : o.copy_distances) {
-    const nlohmann::json row = posenc::copy_probe_at(model, data.val(), n, o.copy_segments);
-    if (!o.json) {
-      if (row.contains("note"))
-        std::printf("%8zu  %s\n", n, row["note"].get<std::string>().c_str());
-      else
-        std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, row["control_loss"].get<double>(),
-                    row["control_sd"].get<double>(), row["second_copy_loss"].get<double>(),
-                    row["second_copy_sd"].get<double>(), row["drop"].get<double>(), row["drop_sd"].get<double>());
-    }
-    rows.push_back(row);
-  }
+  const nlohmann::json rows = examples::copy_probe_rows(
+      model, data, o.copy_distances, o.copy_segments, "--copy-probe", [&](const nlohmann::json& row) {
+        if (o.json) return;
+        const std::size_t n = row["distance"].get<std::size_t>();
+        if (row.contains("note"))
+          std::printf("%8zu  %s\n", n, row["note"].get<std::string>().c_str());
+        else
+          std::printf("%8zu  %9.4f ± %6.4f  %9.4f ± %6.4f  %9.4f ± %6.4f\n", n, row["control_loss"].get<double>(),
+                      row["control_sd"].get<double>(), row["second_copy_loss"].get<double>(),
+                      row["second_copy_sd"].get<double>(), row["drop"].get<double>(), row["drop_sd"].get<double>());
+      });
   if (o.json) {
     nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
                              {"trained_context", info.context}, {"split", "val"}, {"copy_probe", rows}};
@@ -277,7 +263,7 @@ void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, 
   const posenc::TaskSpec& spec = *o.task;
   const std::string text = spec.kind == posenc::TaskKind::passkey ? posenc::read_corpus(o.data) : std::string();
   const posenc::Task task(spec.kind, text);
-  task.check(spec.lengths);
+  task.check(spec.lengths);  // before the header (task_rows checks again)
   task.check_vocabulary(checkpoint.tokenizer);
   const posenc::CheckpointInfo& info = checkpoint.info;
   if (!o.json)
@@ -287,19 +273,16 @@ void evaluate_task(posenc::AnyModel& model, const LoadedCheckpoint& checkpoint, 
                 static_cast<long long>(info.step), info.context, posenc::to_string(spec).c_str(), o.task_examples,
                 static_cast<unsigned long long>(o.task_seed), "length", "characters", "accuracy",
                 "char accuracy", "answer loss");
-  nlohmann::json rows = nlohmann::json::array();
-  for (const posenc::TaskScore& s :
-       model.evaluate_task(task, checkpoint.tokenizer, spec.lengths, o.task_examples, o.task_seed)) {
-    const nlohmann::json row = posenc::to_json(s, model.max_context());
-    if (!s.evaluated) {
-      if (!o.json) std::printf("%8zu  %10zu  %s\n", s.length, s.sequence, row["note"].get<std::string>().c_str());
-    } else {
-      if (!o.json)
-        std::printf("%8zu  %10zu  %9.3f  %15.3f  %11.4f\n", s.length, s.sequence, s.accuracy, s.char_accuracy,
-                    s.answer_loss);
-    }
-    rows.push_back(row);
-  }
+  const nlohmann::json rows = examples::task_rows(
+      model, checkpoint.tokenizer, task, spec.lengths, o.task_examples, o.task_seed, [&](const nlohmann::json& row) {
+        if (o.json) return;
+        const std::size_t length = row["length"].get<std::size_t>(), chars = row["characters"].get<std::size_t>();
+        if (row.contains("note"))
+          std::printf("%8zu  %10zu  %s\n", length, chars, row["note"].get<std::string>().c_str());
+        else
+          std::printf("%8zu  %10zu  %9.3f  %15.3f  %11.4f\n", length, chars, row["accuracy"].get<double>(),
+                      row["char_accuracy"].get<double>(), row["answer_loss"].get<double>());
+      });
   if (o.json) {
     nlohmann::json result = {{"checkpoint", o.checkpoint}, {"posenc", info.policy}, {"step", info.step},
                              {"trained_context", info.context}, {"task", posenc::task_name(spec.kind)},

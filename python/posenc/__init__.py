@@ -7,6 +7,7 @@
     logits = model.forward(model.encode("ROMEO:"))   # (T, V) float32
     weights = model.attention(model.encode("ROMEO:"), layer=0)  # (H, T, T) attention probabilities
     model.evaluate("data/tinyshakespeare/input.txt")  # losses and bits per byte, as `shakespeare eval`
+    model.evaluate_contexts("data/tinyshakespeare/input.txt", [128, 512])  # and --contexts, copy_probe, evaluate_task
     model.sample("ROMEO:", tokens=200, seed=1)        # bytes
     posenc.records.read_records("docs/results/tasks/copy")  # a study's records as dicts
 

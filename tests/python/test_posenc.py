@@ -89,6 +89,38 @@ def test_evaluate_equals_the_program(kind, checkpoint, bpe_checkpoint, shakespea
         assert result["val_bits_per_byte"] == pytest.approx(result["val_loss"] / math.log(2), rel=1e-12)
 
 
+def test_contexts_copy_probe_and_task_equal_the_programs_rows(checkpoint, shakespeare, corpus, tmp_path):
+    model = posenc.load(checkpoint)
+
+    def program(*options):
+        return json.loads(subprocess.run([shakespeare, "eval", "--checkpoint", checkpoint, "--json", "--threads", "1",
+                                          *options], check=True, capture_output=True, text=True).stdout)
+
+    rows = model.evaluate_contexts(str(corpus), [8, 16, 32], bins=4)
+    assert rows == program("--data", str(corpus), "--contexts", "8,16,32", "--per-position", "--bins", "4")["lengths"]
+    assert len(rows[1]["per_position"]["bins"]) == 4 and rows[1]["sliding_bits_per_byte"] > 0
+    probe = model.copy_probe(str(corpus), [4, 8], segments=16)
+    assert probe == program("--data", str(corpus), "--copy-probe", "4,8", "--copy-segments", "16")["copy_probe"]
+    assert {"control_loss", "second_copy_loss", "drop"} <= probe[0].keys()
+    copy = posenc.train(str(tmp_path / "copy"), steps=10, task="copy", task_lengths="1-4", on_eval=lambda r: None,
+                        **{key: value for key, value in SMALL.items() if key != "context"})["final_model"]
+    scores = posenc.load(copy).evaluate_task("copy", "1-8", examples=10, seed=3)
+    expected = json.loads(subprocess.run([shakespeare, "eval", "--checkpoint", copy, "--json", "--threads", "1",
+                                          "--task", "copy", "--task-lengths", "1-8", "--task-examples", "10",
+                                          "--task-seed", "3"], check=True, capture_output=True, text=True).stdout)
+    assert scores == expected["scores"] and [s["length"] for s in scores] == list(range(1, 9))
+    assert all(0 <= s["accuracy"] <= 1 and s["examples"] == 10 for s in scores)
+    for call, error in [(lambda: model.evaluate_task("kopy", "1-4"), "expected one of"),
+                        (lambda: model.evaluate_task("copy", "4-1"), "the first length exceeds the last"),
+                        (lambda: model.evaluate_task("copy", "1-4", data=str(corpus)), "reads no data"),
+                        (lambda: model.evaluate_task("passkey", "1-4"), "give data"),
+                        (lambda: model.evaluate_task("copy", "1-4", examples=0), "at least 1")]:
+        with pytest.raises(ValueError, match=error):
+            call()
+    with pytest.raises(posenc.Error, match="distance 100000: copy_probe: the split has"):
+        posenc.load(checkpoint, max_context=200000).copy_probe(str(corpus), [4, 100000])
+
+
 def test_sample_is_seeded_and_equals_the_program(checkpoint, shakespeare):
     model = posenc.load(checkpoint)
     a = model.sample("ROMEO:", tokens=40, seed=3)
