@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <posenc/transformer.hpp>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -119,6 +120,24 @@ std::string python_name(std::string_view option) {
   return name;
 }
 
+// posenc's message with the programs' option names as Python's keywords (the library and the code
+// the programs share name the command-line options): --warmup-steps → warmup_steps, --resume →
+// resume=True; a path's dashes (inside a word or quotes) stay.
+std::string python_message(const std::string& message) {
+  static const std::regex option(R"((^|[\s(,;:'"])--([a-z][a-z0-9-]*))");
+  std::string out;
+  std::size_t copied = 0;
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), option); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    const std::string name = python_name(m[2].str());
+    out.append(message, copied, static_cast<std::size_t>(m.position(0)) - copied)
+        .append(m[1].str())
+        .append(name == "resume" ? "resume=True" : name);
+    copied = static_cast<std::size_t>(m.position(0) + m.length(0));
+  }
+  return out.append(message, copied, std::string::npos);
+}
+
 // The programs' options that are not config.json keys, under their CLI names: the task and the
 // rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
 struct ProgramOptions {
@@ -192,7 +211,7 @@ posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& s
     c = posenc::run_config_from_json(j, std::string(caller) + "'s settings");
     options.apply(c, settings.contains("context"), data_given);
   } catch (const posenc::Error& e) {
-    throw py::value_error(e.what());
+    throw py::value_error(python_message(e.what()));
   }
   if (settings.contains("init") && !settings.contains("embedding_std"))
     c.embedding_std = posenc::default_embedding_std(c.init);  // as --init does
@@ -381,7 +400,14 @@ py::dict study(const std::string& out, const std::vector<std::string>& variants,
 
 PYBIND11_MODULE(_posenc, m) {
   m.doc() = "posenc: positional encodings in small character and subword transformers, trained on the CPU";
-  py::register_exception<posenc::Error>(m, "Error", PyExc_RuntimeError);
+  static py::exception<posenc::Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr raised) {
+    try {
+      if (raised) std::rethrow_exception(raised);
+    } catch (const posenc::Error& e) {
+      error(python_message(e.what()).c_str());
+    }
+  });
 
   m.def(
       "policies",
@@ -577,7 +603,7 @@ PYBIND11_MODULE(_posenc, m) {
             try {
               range = posenc::parse_task_lengths(lengths);
             } catch (const posenc::Error& e) {
-              throw py::value_error(std::string("evaluate_task: ") + e.what());
+              throw py::value_error("evaluate_task: " + python_message(e.what()));
             }
             const posenc::Task made(kind, reads_corpus ? posenc::read_corpus(*data) : std::string());
             nlohmann::json rows;

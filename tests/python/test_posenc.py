@@ -301,6 +301,17 @@ def test_a_task_study_from_python_tests_each_model_at_each_length(tmp_path, caps
     assert sorted({row[2] for row in posenc.records.task_accuracy(records)}) == list(range(1, 33))  # to 8 × 4
 
 
+def test_errors_name_the_settings_as_python_writes_them(corpus, tmp_path):
+    posenc.set_num_threads(1)
+    with pytest.raises(posenc.Error, match="^warmup_steps 50 exceeds the run's 10 steps"):
+        posenc.train(str(tmp_path / "w"), steps=10, data=str(corpus), warmup_steps=50, **SMALL)
+    run = tmp_path / "my--run"  # a path's dashes stay
+    posenc.train(str(run), steps=2, data=str(corpus), on_eval=lambda r: None, **SMALL)
+    with pytest.raises(posenc.Error, match=f"^out '{run}' already holds a run; pass resume=True to continue it or "
+                                           "choose another out$"):
+        posenc.train(str(run), steps=2, data=str(corpus), **SMALL)
+
+
 def test_ctrl_c_saves_the_step_and_resume_finishes_the_same_run(corpus, tmp_path):
     import signal
     import threading
