@@ -8,7 +8,7 @@
 #include <posenc/io/checkpoint.hpp>
 #include <posenc/lists.hpp>
 #include <posenc/study/grid_summary.hpp>
-#include <posenc/study/summary.hpp>
+#include <posenc/study/summary_report.hpp>
 
 using namespace posenc;
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <posenc/study/grid_summary.hpp>
-#include <posenc/study/summary.hpp>
+#include <posenc/study/summary_report.hpp>
 #include <string>
 #include <vector>
 

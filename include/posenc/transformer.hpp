@@ -77,5 +77,6 @@
 #include "posenc/study/runner.hpp"
 #include "posenc/study/statistics.hpp"
 #include "posenc/study/summary.hpp"
+#include "posenc/study/summary_report.hpp"
 #include "posenc/study/summary_text.hpp"
 #include "posenc/study/task_summary.hpp"

@@ -19,7 +19,7 @@
 #include "posenc/study/grid.hpp"
 #include "posenc/study/record.hpp"
 #include "posenc/study/statistics.hpp"
-#include "posenc/study/summary.hpp"
+#include "posenc/study/summary_report.hpp"
 
 namespace posenc {
 
