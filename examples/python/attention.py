@@ -39,7 +39,8 @@ def main():
                 continue
             ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
             ax.set_title(f"{model.policy}, layer {layer}, head {h}", fontsize=7)
-    fig.suptitle(f"attention probabilities for {args.text!r}", fontsize=8)
+    shown = args.text if len(args.text) <= 90 else args.text[:60] + " … " + args.text[-25:]
+    fig.suptitle(f"attention probabilities (query down, key across) for {shown!r}", fontsize=8)
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print(f"{args.out}: {len(models)} models, {heads} heads each at most")
