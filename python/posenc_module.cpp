@@ -141,7 +141,7 @@ std::string python_message(const std::string& message) {
 // The programs' options that are not config.json keys, under their CLI names: the task and the
 // rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
 struct ProgramOptions {
-  std::optional<std::string> task, task_lengths, rope_method;
+  std::optional<std::string> task, task_lengths, rope_method, init_from;
   std::vector<std::pair<std::string, double>> rope_numbers;  // by option name: rope-base, ...
 
   // Takes `key` (a Python name) if it is one of them; false otherwise.
@@ -155,6 +155,7 @@ struct ProgramOptions {
     if (key == "task") return task = text(), true;
     if (key == "task_lengths") return task_lengths = text(), true;
     if (key == "rope_scaling") return rope_method = text(), true;
+    if (key == "init_from") return init_from = text(), true;
     for (const char* option : {"rope-base", "rope-factor", "rope-original-context", "yarn-beta-fast", "yarn-beta-slow",
                                "yarn-attention-factor"}) {
       if (key != python_name(option)) continue;
@@ -167,8 +168,12 @@ struct ProgramOptions {
     return false;
   }
 
-  // Puts them over `c`, as the programs' TaskOptions and RopeOptions do.
-  void apply(posenc::RunConfig& c, bool context_given, bool data_given) const {
+  // Puts them over `c`, as shakespeare train does (the task, a fine-tune's source, then the rotary
+  // settings); `given` says whether the caller gave a setting, by its command-line name. A
+  // fine-tune's source file goes to `init_source` (train's; none for study).
+  void apply(posenc::RunConfig& c, bool context_given, bool data_given,
+             const std::function<bool(const std::string&)>& given,
+             std::optional<posenc::SafetensorsFile>* init_source) const {
     if (task_lengths && !task) throw py::value_error("task_lengths needs task, the task whose lengths they are");
     const auto spelled = [](std::string_view name) { return python_name(name); };
     if (task) {
@@ -179,8 +184,20 @@ struct ProgramOptions {
                                              posenc::parse_task_lengths(task_lengths.value_or("1-16"))},
                          context_given, data_given, spelled);
     }
-    if (rope_method || !rope_numbers.empty()) {
+    if (init_from) {
+      if (init_source == nullptr)
+        throw py::value_error("init_from is a setting of train; a study fine-tunes its runs with fine_tune");
+      examples::TrainOptions source;
+      source.run = c;
+      source.run.init_from.checkpoint = *init_from;
+      examples::take_from_source(source, given);
+      c = source.run;
+      *init_source = std::move(source.init_source);
+    }
+    if (rope_method || !rope_numbers.empty())
       c.rope = examples::apply_rope_settings(c.rope, rope_method, rope_numbers, spelled);
+    if (init_from) c.rope = posenc::rope_for_fine_tuning(c.rope, c.init_from.context);
+    if (rope_method || !rope_numbers.empty() || c.rope.changes_anything()) {
       if (!posenc::rotary_policy(c.posenc))
         throw py::value_error("rope_base and rope_scaling apply to rotary policies (" +
                               posenc::name_list(posenc::rotary_policy_names()) + "), not to " + c.posenc);
@@ -192,7 +209,8 @@ struct ProgramOptions {
 // (ProgramOptions) (posenc.train's and posenc.study's **settings); an unknown key is a TypeError, a
 // bad value a ValueError.
 posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& settings, const char* caller,
-                               bool data_given) {
+                               bool data_given, bool policy_given = false,
+                               std::optional<posenc::SafetensorsFile>* init_source = nullptr) {
   nlohmann::json j = posenc::complete_json(run);
   ProgramOptions options;
   for (const auto& [name, value] : settings) {
@@ -209,7 +227,11 @@ posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& s
   posenc::RunConfig c;
   try {
     c = posenc::run_config_from_json(j, std::string(caller) + "'s settings");
-    options.apply(c, settings.contains("context"), data_given);
+    const auto given = [&](const std::string& option) {  // --layers: layers=
+      const std::string name = python_name(std::string_view(option).substr(2));
+      return settings.contains(name) || (name == "posenc" && policy_given);
+    };
+    options.apply(c, settings.contains("context"), data_given, given, init_source);
   } catch (const posenc::Error& e) {
     throw py::value_error(python_message(e.what()));
   }
@@ -241,7 +263,7 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
     if (policy) base.posenc = *policy;
     if (steps) base.train.steps = *steps;
     if (seed) base.train.seed = *seed;
-    options.run = run_settings(base, settings, "train", data.has_value());
+    options.run = run_settings(base, settings, "train", data.has_value(), policy.has_value(), &options.init_source);
     const std::vector<std::string> names = posenc::policy_names();
     if (std::find(names.begin(), names.end(), options.run.posenc) == names.end())
       throw py::value_error("train: unknown positional encoding '" + options.run.posenc +

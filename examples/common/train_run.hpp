@@ -44,6 +44,40 @@ struct TrainResult {
   std::string final_model;                     // its model.safetensors
 };
 
+// --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
+// (an option `given`, by its command-line name, that names another is refused); its step and
+// context are recorded, and the file is kept for run_train to start the model from.
+inline void take_from_source(TrainOptions& options, const std::function<bool(const std::string&)>& given) {
+  posenc::RunConfig& run = options.run;
+  const posenc::SafetensorsFile& file = options.init_source.emplace(posenc::read_safetensors(run.init_from.checkpoint));
+  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
+  auto agree = [&](const char* option, const auto& value, const auto& source) {
+    if (given(option) && value != source)
+      posenc::fail(option, " ", value, " differs from the --init-from checkpoint's ", source,
+                   "; leave it out to take the checkpoint's");
+  };
+  agree("--posenc", run.posenc, info.policy);
+  agree("--layers", run.layers, info.layers);
+  agree("--dim", run.dim, info.dim);
+  agree("--heads", run.heads, info.heads);
+  if ((given("--tokenizer") || given("--vocab-size")) && run.tokenizer != info.tokenizer.spec())
+    posenc::fail("--tokenizer ", posenc::to_string(run.tokenizer), " differs from the --init-from checkpoint's ",
+                 info.tokenizer.describe(), "; leave it out to take the checkpoint's");
+  for (const char* option : {"--init", "--embedding-std"})
+    if (given(option)) posenc::fail(option, ": --init-from starts every tensor from the checkpoint; leave it out");
+  if (given("--tie-weights") && !info.tie_weights)
+    posenc::fail("--tie-weights: the --init-from checkpoint has its own lm_head.weight");
+  run.posenc = info.policy;
+  run.layers = info.layers;
+  run.dim = info.dim;
+  run.heads = info.heads;
+  run.tokenizer = info.tokenizer.spec();
+  run.tie_weights = info.tie_weights;
+  run.rope = info.rope;
+  run.init_from.step = info.step;
+  run.init_from.context = info.context;
+}
+
 // With a process group (mpirun -np N), training is data-parallel: rank 0 reads and writes the run
 // directory and reports; every rank reads the corpus. A bad setting, corpus or run folder throws
 // posenc::Error before anything is written; a stop asked through the callbacks returns the step

@@ -88,42 +88,6 @@ struct SampleOptions {
   posenc::SamplingOptions sampling;
 };
 
-// --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
-// (an option that names another is refused); its step and context are recorded, and the file is
-// kept for train() to start the model from.
-void take_from_source(TrainOptions& options, const CLI::App& train_cmd) {
-  posenc::RunConfig& run = options.run;
-  const posenc::SafetensorsFile& file = options.init_source.emplace(posenc::read_safetensors(run.init_from.checkpoint));
-  const posenc::CheckpointInfo info = posenc::read_checkpoint_info(file);
-  auto agree = [&](const char* option, const auto& given, const auto& source) {
-    if (train_cmd.count(option) > 0 && given != source)
-      posenc::fail(option, " ", given, " differs from the --init-from checkpoint's ", source,
-                   "; leave it out to take the checkpoint's");
-  };
-  agree("--posenc", run.posenc, info.policy);
-  agree("--layers", run.layers, info.layers);
-  agree("--dim", run.dim, info.dim);
-  agree("--heads", run.heads, info.heads);
-  if ((train_cmd.count("--tokenizer") > 0 || train_cmd.count("--vocab-size") > 0) &&
-      run.tokenizer != info.tokenizer.spec())
-    posenc::fail("--tokenizer ", posenc::to_string(run.tokenizer), " differs from the --init-from checkpoint's ",
-                 info.tokenizer.describe(), "; leave it out to take the checkpoint's");
-  for (const char* option : {"--init", "--embedding-std"})
-    if (train_cmd.count(option) > 0)
-      posenc::fail(option, ": --init-from starts every tensor from the checkpoint; leave it out");
-  if (train_cmd.count("--tie-weights") > 0 && !info.tie_weights)
-    posenc::fail("--tie-weights: the --init-from checkpoint has its own lm_head.weight");
-  run.posenc = info.policy;
-  run.layers = info.layers;
-  run.dim = info.dim;
-  run.heads = info.heads;
-  run.tokenizer = info.tokenizer.spec();
-  run.tie_weights = info.tie_weights;
-  run.rope = info.rope;
-  run.init_from.step = info.step;
-  run.init_from.context = info.context;
-}
-
 // Trains (or resumes, or fine-tunes) as examples::run_train does, printing its progress; Ctrl-C
 // saves the step and prints the command that continues the run (status 130).
 int train(TrainOptions options, const std::string& out_given, std::int64_t steps_given,
@@ -614,7 +578,8 @@ int main(int argc, char** argv) {
       t.tokenizer_given = train_cmd->count("--tokenizer") > 0 || train_cmd->count("--vocab-size") > 0;
       run_options.apply();
       train_task.apply(t.run, *train_cmd);
-      if (!t.run.init_from.checkpoint.empty()) take_from_source(t, *train_cmd);
+      if (!t.run.init_from.checkpoint.empty())
+        examples::take_from_source(t, [&](const std::string& option) { return train_cmd->count(option) > 0; });
       t.run.tokenizer.validate();  // before anything is written
       t.run.rope = train_rope.apply(t.run.rope);
       if (!t.run.init_from.checkpoint.empty())

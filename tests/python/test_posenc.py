@@ -301,6 +301,26 @@ def test_a_task_study_from_python_tests_each_model_at_each_length(tmp_path, caps
     assert sorted({row[2] for row in posenc.records.task_accuracy(records)}) == list(range(1, 33))  # to 8 × 4
 
 
+def test_fine_tuning_from_python_equals_the_programs(shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(1)
+    source = posenc.train(str(tmp_path / "source"), steps=10, data=str(corpus), on_eval=lambda r: None,
+                          **SMALL)["final_model"]
+    tuned = posenc.train(str(tmp_path / "py"), steps=4, data=str(corpus), init_from=source, context=32,
+                         eval_every=2, eval_iters=2, on_eval=lambda r: None)
+    assert tuned["config"]["init_from"] == {"checkpoint": source, "step": 10, "context": 16}
+    assert tuned["config"]["layers"] == 2 and tuned["config"]["posenc"] == "rope"  # the source's
+    subprocess.run([shakespeare, "train", "--init-from", source, "--context", "32", "--steps", "4", "--eval-every",
+                    "2", "--eval-iters", "2", "--data", str(corpus), "--threads", "1", "--out", str(tmp_path / "cli")],
+                   check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="^layers 3 differs from the init_from checkpoint's 2"):
+        posenc.train(str(tmp_path / "bad"), steps=4, data=str(corpus), init_from=source, layers=3)
+    with pytest.raises(ValueError, match="^posenc alibi differs from the init_from checkpoint's rope"):
+        posenc.train(str(tmp_path / "bad"), posenc="alibi", steps=4, data=str(corpus), init_from=source)
+    with pytest.raises(ValueError, match="init_from is a setting of train"):
+        posenc.study(str(tmp_path / "study"), init_from=source)
+
+
 def test_errors_name_the_settings_as_python_writes_them(corpus, tmp_path):
     posenc.set_num_threads(1)
     with pytest.raises(posenc.Error, match="^warmup_steps 50 exceeds the run's 10 steps"):
