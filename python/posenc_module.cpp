@@ -156,13 +156,14 @@ struct ProgramOptions {
     if (key == "task_lengths") return task_lengths = text(), true;
     if (key == "rope_scaling") return rope_method = text(), true;
     if (key == "init_from") return init_from = text(), true;
-    for (const char* option : {"rope-base", "rope-factor", "rope-original-context", "yarn-beta-fast", "yarn-beta-slow",
-                               "yarn-attention-factor"}) {
+    std::vector<std::string_view> options = {"rope-factor"};  // and each setting of the library's table
+    for (const posenc::RopeScalingSetting& setting : posenc::rope_scaling_settings) options.push_back(setting.option);
+    for (const std::string_view option : options) {
       if (key != python_name(option)) continue;
       if (py::isinstance<py::bool_>(value) || !(py::isinstance<py::int_>(value) || py::isinstance<py::float_>(value)))
         throw py::type_error(std::string(caller) + ": setting " + key + " takes a number, not " +
                              std::string(py::str(py::type::of(value).attr("__name__"))));
-      rope_numbers.emplace_back(option, value.cast<double>());
+      rope_numbers.emplace_back(std::string(option), value.cast<double>());
       return true;
     }
     return false;

@@ -99,32 +99,42 @@ struct RopeScalingSetting {
   std::optional<double> (*changed)(const RopeScaling&);  // nullopt where the setting has its default
   void (*set)(RopeScaling&, double);
   bool whole = false;
+  // The programs' command-line option that gives it (without the dashes; Python's keyword with
+  // '_'), the bound its value must exceed (or, whole, reach), and the option's help.
+  std::string_view option = {};
+  double above = 0;
+  std::string_view help = {};
 };
 
 // the base by every method, original_context by those whose angles depend on L, YaRN's ramp and
 // magnitude by yarn only
 inline constexpr std::array<RopeScalingSetting, 5> rope_scaling_settings = {{
     {"base", [](RopeScalingMethod) { return true; },
-     [](const RopeScaling& r) { return r.base; }, [](RopeScaling& r, double v) { r.base = v; }},
+     [](const RopeScaling& r) { return r.base; }, [](RopeScaling& r, double v) { r.base = v; }, false, "rope-base", 1,
+     "A rotary policy's base θ, replacing its own (10000)"},
     {"original_context",
      [](RopeScalingMethod m) { return m == RopeScalingMethod::dynamic_ntk || m == RopeScalingMethod::yarn; },
      [](const RopeScaling& r) {
        return r.original_context != 0 ? std::optional<double>(static_cast<double>(r.original_context)) : std::nullopt;
      },
-     [](RopeScaling& r, double v) { r.original_context = static_cast<std::size_t>(v); }, true},
+     [](RopeScaling& r, double v) { r.original_context = static_cast<std::size_t>(v); }, true,
+     "rope-original-context", 0, "The trained context the factor stretches (0: the model's)"},
     {"beta_fast", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
      [](const RopeScaling& r) {
        return r.beta_fast != RopeScaling{}.beta_fast ? std::optional(r.beta_fast) : std::nullopt;
      },
-     [](RopeScaling& r, double v) { r.beta_fast = v; }},
+     [](RopeScaling& r, double v) { r.beta_fast = v; }, false, "yarn-beta-fast", 0,
+     "YaRN: pairs turning more often over the trained context keep their angles (32)"},
     {"beta_slow", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
      [](const RopeScaling& r) {
        return r.beta_slow != RopeScaling{}.beta_slow ? std::optional(r.beta_slow) : std::nullopt;
      },
-     [](RopeScaling& r, double v) { r.beta_slow = v; }},
+     [](RopeScaling& r, double v) { r.beta_slow = v; }, false, "yarn-beta-slow", 0,
+     "YaRN: pairs turning less often are interpolated by the factor (1)"},
     {"attention_factor", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
      [](const RopeScaling& r) { return r.attention_factor; },
-     [](RopeScaling& r, double v) { r.attention_factor = v; }},
+     [](RopeScaling& r, double v) { r.attention_factor = v; }, false, "yarn-attention-factor", 0,
+     "YaRN: the magnitude on the rotated dimensions of q and k, replacing 0.1·ln(factor) + 1"},
 }};
 
 inline const RopeScalingSetting* find_rope_scaling_setting(std::string_view name) {
