@@ -64,8 +64,8 @@ inline posenc::RopeScaling apply_rope_settings(posenc::RopeScaling scaling, cons
 }
 
 // Adds --rope-scaling, --rope-factor and an option for each of rope_scaling_settings (--rope-base,
-// --rope-original-context, YaRN's) to `app`; apply() puts those given over a RopeScaling (a checkpoint's, or the
-// default).
+// --rope-original-context, YaRN's) to `app`; apply() puts those given over a RopeScaling (a
+// checkpoint's, or the default).
 class RopeOptions {
  public:
   explicit RopeOptions(CLI::App& app) : app_(app) {
