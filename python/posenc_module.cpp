@@ -465,15 +465,16 @@ PYBIND11_MODULE(_posenc, m) {
         py::arg("seeds") = posenc::published_seeds, py::arg("steps") = 2000,
         py::arg("data") = py::none(), py::arg("jobs") = 1,
         py::arg("grid") = std::map<std::string, std::vector<std::string>>{}, py::arg("on_run") = py::none(),
-        "Runs a study as the study program does (variants × seeds × the grid's points, each setting of "
-        "**settings a config.json key every run shares), resumable in `out`, and returns its summary "
+        "Runs a study as the study program does (variants × seeds × the grid's points, **settings as train's, "
+        "every run's: config.json's keys, task and the rotary options), resumable in `out`, and returns its summary "
         "(summary.json); Ctrl-C saves the runs in progress and raises KeyboardInterrupt");
   m.def("train", &train, py::arg("out"), py::arg("posenc") = py::none(), py::arg("steps") = py::none(),
         py::arg("data") = py::none(), py::arg("seed") = py::none(), py::arg("resume") = false,
         py::arg("keep_checkpoints") = posenc::RunDirectory::default_keep_checkpoints, py::arg("on_step") = py::none(),
         py::arg("on_eval") = py::none(),
         "Trains a model into the run folder `out` as shakespeare train does (settings: config.json's keys, e.g. "
-        "lr=3e-3, lr_schedule='cosine', layers=2, dim=64, heads=4, tokenizer='bpe', vocab_size=1024); "
+        "lr=3e-3, lr_schedule='cosine', layers=2, dim=64, heads=4, tokenizer='bpe', vocab_size=1024, and the "
+        "program's other options by name: task, task_lengths, rope_base, rope_scaling, rope_factor, init_from); "
         "resume=True continues it. Returns the run's folder, final model, evaluations and configuration");
 
   py::class_<Model>(m, "Model", "A checkpoint's model (posenc.load)")
