@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../examples/common/any_model.hpp"
+#include "../examples/common/compute.hpp"
 #include "../examples/common/corpus.hpp"
 #include "../examples/common/eval_rows.hpp"
 #include "../examples/common/model_sizes.hpp"
@@ -461,6 +462,19 @@ PYBIND11_MODULE(_posenc, m) {
       py::arg("n"), "Fixes the kernels' thread count");
   m.def(
       "num_threads", [] { return posenc::num_threads(); }, "The kernels' thread count");
+  m.def(
+      "compute", [] { return to_python(examples::compute_json()); },
+      "What computes here, as the programs' compute line and a run's config.json record it: the GEMM backend "
+      "and kernel, the thread count");
+  m.def(
+      "compute_line",
+      [] {
+        std::string line = examples::compute_summary();
+        if (const std::size_t at = line.find("--threads N"); at != std::string::npos)
+          line.replace(at, std::string_view("--threads N").size(), "posenc.set_num_threads(n)");
+        return line;
+      },
+      "The programs' compute line ('compute: onednn GEMMs (cpu_isa_avx512_core_amx), 2 threads')");
   m.def("study", &study, py::arg("out"), py::arg("variants") = posenc::published_variants,
         py::arg("seeds") = posenc::published_seeds, py::arg("steps") = 2000,
         py::arg("data") = py::none(), py::arg("jobs") = 1,

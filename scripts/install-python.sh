@@ -21,4 +21,4 @@ cmake --build --preset release --target posenc_python
 mkdir -p "$site"
 echo "$PWD/build/release/python" > "$site/posenc.pth"
 "$python" -c 'import posenc; print("install-python.sh: import posenc works:", len(posenc.policies()), "encodings,",
-                                   "sizes", posenc.model_sizes())'
+                                   "sizes", posenc.model_sizes()); print(posenc.compute_line())'

@@ -14,10 +14,10 @@
 The compiled part is posenc._posenc, built from the same headers as the programs (docs/python.md).
 """
 from . import _posenc, records
-from ._posenc import Error, Model, model_sizes, num_threads, policies, set_num_threads, study
+from ._posenc import Error, Model, compute, compute_line, model_sizes, num_threads, policies, set_num_threads, study
 
-__all__ = ["Error", "Model", "load", "model_sizes", "num_threads", "policies", "records", "set_num_threads",
-           "study", "train"]
+__all__ = ["Error", "Model", "compute", "compute_line", "load", "model_sizes", "num_threads", "policies", "records",
+           "set_num_threads", "study", "train"]
 
 
 def load(path, max_context=0):

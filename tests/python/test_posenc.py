@@ -23,6 +23,8 @@ def test_policies_are_the_registry():
 def test_threads():
     posenc.set_num_threads(2)
     assert posenc.num_threads() == 2
+    assert posenc.compute()["threads"] == 2 and posenc.compute()["gemm_backend"] in ("onednn", "openblas")
+    assert posenc.compute_line().startswith("compute: ") and "2 threads" in posenc.compute_line()
     with pytest.raises(ValueError):
         posenc.set_num_threads(0)
 
