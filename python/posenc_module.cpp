@@ -26,6 +26,7 @@
 #include "../examples/common/model_sizes.hpp"
 #include "../examples/common/stop_signal.hpp"
 #include "../examples/common/rope_options.hpp"
+#include "../examples/common/run_options.hpp"
 #include "../examples/common/study_summary.hpp"
 #include "../examples/common/task_options.hpp"
 #include "../examples/common/train_run.hpp"
@@ -139,6 +140,23 @@ std::string python_message(const std::string& message) {
   return out.append(message, copied, std::string::npos);
 }
 
+// The config.json key a Python setting names: its own, or the key of the program's option of that
+// name where the two differ (adam_eps: eps, decay_on: weight_decay_scope).
+std::string config_key(const std::string& name) {
+  static const std::map<std::string, std::string> aliases = [] {
+    CLI::App app;
+    posenc::RunConfig run;
+    const examples::RunOptions options(app, run);
+    std::map<std::string, std::string> found;
+    for (const auto& [option, key] : options.config_keys())
+      if (const std::string python = python_name(std::string_view(option).substr(2)); python != key)
+        found.emplace(python, key);
+    return found;
+  }();
+  const auto it = aliases.find(name);
+  return it == aliases.end() ? name : it->second;
+}
+
 // The programs' options that are not config.json keys, under their CLI names: the task and the
 // rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
 struct ProgramOptions {
@@ -216,7 +234,7 @@ posenc::RunConfig run_settings(const posenc::RunConfig& run, const py::kwargs& s
   nlohmann::json j = posenc::complete_json(run);
   ProgramOptions options;
   for (const auto& [name, value] : settings) {
-    const std::string key = python_name(std::string(py::str(name)));
+    const std::string key = config_key(python_name(std::string(py::str(name))));
     if (options.take(caller, key, value)) continue;
     if (!posenc::grid_may_set(key))
       throw py::type_error(std::string(caller) + ": unknown setting '" + key +

@@ -174,6 +174,8 @@ class RunOptions {
     if (app_.count("--embedding-std") == 0) run_.embedding_std = posenc::default_embedding_std(run_.init);
   }
   const std::vector<std::string>& names() const { return names_; }
+  // Each option and the config.json key it sets (--adam-eps: eps).
+  const std::vector<std::pair<std::string, std::string>>& config_keys() const { return keys_; }
   // The option that sets the config.json key `key` (lr → --lr, weight_decay_scope → --decay-on),
   // if one of these does.
   std::optional<std::string> option_for(std::string_view key) const {

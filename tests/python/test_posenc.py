@@ -257,6 +257,10 @@ def test_train_from_python_equals_the_program(threads, shakespeare, corpus, tmp_
     bpe = posenc.train(str(tmp_path / "bpe"), steps=5, data=str(corpus), tokenizer="bpe", vocab_size=280,
                        lr_schedule="cosine", on_eval=lambda r: None, **SMALL)
     assert posenc.load(bpe["final_model"]).tokenizer == "bpe (280 tokens)"
+    # an option whose config.json key is another, by the program's name
+    named = posenc.train(str(tmp_path / "named"), steps=2, data=str(corpus), adam_eps=1e-6, decay_on="matrices",
+                         on_eval=lambda r: None, **SMALL)
+    assert named["config"]["eps"] == 1e-6 and named["config"]["weight_decay_scope"] == "matrices"
 
 
 def test_the_programs_task_and_rope_options_by_their_cli_names(shakespeare, corpus, tmp_path):
