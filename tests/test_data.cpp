@@ -79,7 +79,7 @@ TEST_CASE("read_text_file names the file it cannot use") {
   CHECK_THROWS_WITH(read_text_file("/dev/zero"), Catch::Contains("data file '/dev/zero' is not a regular file"));
 }
 
-TEST_CASE("read_corpus reads a file, or a folder's files joined in path order, hidden ones left out") {
+TEST_CASE("read_corpus reads a file, or a folder's files joined in path order, hidden ones left out, or several") {
   const auto dir = std::filesystem::temp_directory_path() / "posenc-test-corpus-folder";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir / "b" / "inner");
@@ -95,6 +95,15 @@ TEST_CASE("read_corpus reads a file, or a folder's files joined in path order, h
   CHECK(read_corpus((dir / "a.txt").string()) == "first ");
   std::filesystem::create_directories(dir / "none" / "deeper");
   CHECK_THROWS_WITH(read_corpus((dir / "none").string()), Catch::Contains("holds no file with any bytes"));
+  // several, joined with ':' in the order given; a name with ':' that exists is one file
+  const std::string c = (dir / "c.txt").string(), a = (dir / "a.txt").string();
+  CHECK(read_corpus(c + ":" + a) == "third first ");
+  CHECK(read_corpus(c + ":" + (dir / "b").string() + ":" + a) == "third second first ");
+  write(dir / "x:y.txt", "colon ");
+  CHECK(read_corpus((dir / "x:y.txt").string()) == "colon ");
+  CHECK_THROWS_WITH(read_corpus(c + ":" + (dir / "missing.txt").string()),
+                    Catch::Contains("cannot open data file '" + (dir / "missing.txt").string() + "'"));
+  CHECK_THROWS_WITH(read_corpus(c + "::" + a), Catch::Contains("an empty path between ':'s"));
   std::filesystem::remove_all(dir);
 }
 

@@ -148,8 +148,8 @@ class RunOptions {
                        "AVX512_BF16 or AMX; weights, optimizer and losses stay fp32)")
             ->check(CLI::IsMember(posenc::precisions.names())));
     add(app.add_option("--data", run.data,
-                       "Training text: a file of any bytes, or a folder (its files, hidden ones left out, "
-                       "joined in path order)"));
+                       "Training text: a file of any bytes, a folder (its files, hidden ones left out, "
+                       "joined in path order), or several of those joined with ':' (a.txt:b.txt)"));
     add(app.add_option("--tokenizer", tokenizer_,
                        "The tokens: char (the corpus's distinct bytes, one token each), byte (all 256 bytes) or "
                        "bpe (byte-level BPE trained on the training part of the corpus to --vocab-size tokens)")

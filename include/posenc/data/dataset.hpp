@@ -49,8 +49,21 @@ inline bool is_token_folder(const std::string& path) {
 // A corpus: a file's bytes, or a folder's files (every regular file under it, hidden ones and
 // those in hidden folders left out) joined in the byte order of their paths, with nothing between
 // them, so the same folder always gives the same corpus. An empty folder is an error naming it.
+// Several files or folders are joined with ':' as PATH joins folders ("a.txt:b.txt"), read in the
+// order given; a path that exists is one path, ':' and all.
 inline std::string read_corpus(const std::string& path) {
   std::error_code error;
+  if (path.find(':') != std::string::npos && !std::filesystem::exists(path, error)) {
+    std::string text;
+    for (std::size_t start = 0; start <= path.size();) {
+      const std::size_t end = std::min(path.find(':', start), path.size());
+      const std::string part = path.substr(start, end - start);
+      if (part.empty()) fail("data '", path, "': an empty path between ':'s; expected FILE:FILE…");
+      text += read_corpus(part);
+      start = end + 1;
+    }
+    return text;
+  }
   if (!std::filesystem::is_directory(path, error)) return read_text_file(path);
   if (is_token_folder(path))
     fail("data folder '", path, "' is a token folder (shakespeare prepare), not text: read_token_folder reads it");
