@@ -157,6 +157,14 @@ std::string config_key(const std::string& name) {
   return it == aliases.end() ? name : it->second;
 }
 
+// The task named `name`; a ValueError listing the tasks (`prefix` before it) for any other name.
+posenc::TaskKind task_kind(const std::string& prefix, const std::string& name) {
+  const auto names = posenc::task_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw py::value_error(prefix + "task '" + name + "': expected one of " + posenc::name_list(names));
+  return posenc::parse_task_kind(name);
+}
+
 // The programs' options that are not config.json keys, under their CLI names: the task and the
 // rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
 struct ProgramOptions {
@@ -197,10 +205,7 @@ struct ProgramOptions {
     if (task_lengths && !task) throw py::value_error("task_lengths needs task, the task whose lengths they are");
     const auto spelled = [](std::string_view name) { return python_name(name); };
     if (task) {
-      const auto names = posenc::task_names();
-      if (std::find(names.begin(), names.end(), *task) == names.end())
-        throw py::value_error("task '" + *task + "': expected one of " + posenc::name_list(names));
-      examples::set_task(c, posenc::TaskSpec{posenc::parse_task_kind(*task),
+      examples::set_task(c, posenc::TaskSpec{task_kind("", *task),
                                              posenc::parse_task_lengths(task_lengths.value_or("1-16"))},
                          context_given, data_given, spelled);
     }
@@ -645,11 +650,8 @@ PYBIND11_MODULE(_posenc, m) {
           "evaluate_task",
           [](Model& x, const std::string& task, const std::string& lengths, std::size_t examples,
              std::uint64_t seed, const std::optional<std::string>& data) {
-            const auto names = posenc::task_names();
-            if (std::find(names.begin(), names.end(), task) == names.end())
-              throw py::value_error("evaluate_task: task '" + task + "': expected one of " + posenc::name_list(names));
+            const posenc::TaskKind kind = task_kind("evaluate_task: ", task);
             if (examples == 0) throw py::value_error("evaluate_task: examples must be at least 1");
-            const posenc::TaskKind kind = posenc::parse_task_kind(task);
             const bool reads_corpus = posenc::task_info(kind).reads_corpus;
             if (reads_corpus != data.has_value())
               throw py::value_error("evaluate_task: task " + task +

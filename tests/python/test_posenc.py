@@ -263,16 +263,18 @@ def test_train_from_python_equals_the_program(threads, shakespeare, corpus, tmp_
     assert named["config"]["eps"] == 1e-6 and named["config"]["weight_decay_scope"] == "matrices"
 
 
-def test_the_programs_task_and_rope_options_by_their_cli_names(shakespeare, corpus, tmp_path):
-    posenc.set_num_threads(1)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_programs_task_and_rope_options_by_their_cli_names(threads, shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(threads)
     small = {key: value for key, value in SMALL.items() if key != "context"}  # a task's: its longest example
     run = posenc.train(str(tmp_path / "py"), steps=10, task="copy", task_lengths="1-4", rope_base=500,
                        on_eval=lambda r: None, **small)
     assert run["config"]["task"] == {"name": "copy", "lengths": "1-4"} and run["config"]["rope"]["base"] == 500
     assert run["config"]["data"] == "" and run["config"]["context"] == 8
     subprocess.run([shakespeare, "train", "--posenc", "rope", "--layers", "2", "--dim", "64", "--heads", "4",
-                    "--batch", "4", "--eval-every", "10", "--eval-iters", "2", "--steps", "10", "--threads", "1",
-                    "--task", "copy", "--task-lengths", "1-4", "--rope-base", "500", "--out", str(tmp_path / "cli")],
+                    "--batch", "4", "--eval-every", "10", "--eval-iters", "2", "--steps", "10", "--threads",
+                    str(threads), "--task", "copy", "--task-lengths", "1-4", "--rope-base", "500", "--out",
+                    str(tmp_path / "cli")],
                    check=True, capture_output=True)
     assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
     yarn = posenc.train(str(tmp_path / "yarn"), steps=2, data=str(corpus), rope_scaling="yarn", rope_factor=4,
@@ -307,8 +309,9 @@ def test_a_task_study_from_python_tests_each_model_at_each_length(tmp_path, caps
     assert sorted({row[2] for row in posenc.records.task_accuracy(records)}) == list(range(1, 33))  # to 8 × 4
 
 
-def test_fine_tuning_from_python_equals_the_programs(shakespeare, corpus, tmp_path):
-    posenc.set_num_threads(1)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fine_tuning_from_python_equals_the_programs(threads, shakespeare, corpus, tmp_path):
+    posenc.set_num_threads(threads)
     source = posenc.train(str(tmp_path / "source"), steps=10, data=str(corpus), on_eval=lambda r: None,
                           **SMALL)["final_model"]
     tuned = posenc.train(str(tmp_path / "py"), steps=4, data=str(corpus), init_from=source, context=32,
@@ -316,7 +319,8 @@ def test_fine_tuning_from_python_equals_the_programs(shakespeare, corpus, tmp_pa
     assert tuned["config"]["init_from"] == {"checkpoint": source, "step": 10, "context": 16}
     assert tuned["config"]["layers"] == 2 and tuned["config"]["posenc"] == "rope"  # the source's
     subprocess.run([shakespeare, "train", "--init-from", source, "--context", "32", "--steps", "4", "--eval-every",
-                    "2", "--eval-iters", "2", "--data", str(corpus), "--threads", "1", "--out", str(tmp_path / "cli")],
+                    "2", "--eval-iters", "2", "--data", str(corpus), "--threads", str(threads), "--out",
+                    str(tmp_path / "cli")],
                    check=True, capture_output=True)
     assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
     with pytest.raises(ValueError, match="^layers 3 differs from the init_from checkpoint's 2"):
