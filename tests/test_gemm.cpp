@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -26,7 +27,7 @@ namespace {
 
 // float → bfloat16 → float, rounded to nearest even: the rounding bf16 GEMMs must apply, written
 // independently of oneDNN
-float round_to_bf16(float x) {
+float bf16_rounded(float x) {
   const auto bits = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
   return std::bit_cast<float>(rounded);
@@ -169,7 +170,7 @@ TEST_CASE("bf16 GEMMs round both operands to bfloat16 and accumulate in float, o
           std::vector<float> got = q.c0;
           gemm<float>(ta, tb, q.m, q.n, q.k, 1.0f, q.a.data(), q.lda, q.b.data(), q.ldb, beta, got.data(), q.ldc,
                       Precision::bf16);
-          const auto rounded = direct(q, 1.0f, beta, round_to_bf16);
+          const auto rounded = direct(q, 1.0f, beta, bf16_rounded);
           const auto exact = direct(q, 1.0f, beta, [](float x) { return x; });
           // float accumulation of exactly representable products: a few float ulps from the sum
           CHECK(block_error(q, got, rounded) < 1e-5);
@@ -199,10 +200,96 @@ TEST_CASE("a bf16 GEMM split over threads gives the products of the rounded oper
             std::vector<float> got = q.c0;
             parallel_gemm<float>(ta, tb, q.m, q.n, q.k, 1.0f, q.a.data(), q.lda, q.b.data(), q.ldb, 1.0f, got.data(),
                                  q.ldc, Precision::bf16);
-            CHECK(block_error(q, got, direct(q, 1.0f, 1.0f, round_to_bf16)) < 1e-5);
+            CHECK(block_error(q, got, direct(q, 1.0f, 1.0f, bf16_rounded)) < 1e-5);
             CHECK(block_error(q, got, direct(q, 1.0f, 1.0f, [](float x) { return x; })) > 1e-4);
           }
         }
+}
+
+TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias gradient in float, in order") {
+  if (bf16_unsupported_reason()) return;  // the first bf16 test checks the refusal
+  const posenc_test::ThreadCounts restore;
+  const auto floats = [](std::size_t count, std::uint64_t seed) {
+    const auto v = posenc_test::random_vector(count, seed);
+    return std::vector<float>(v.begin(), v.end());
+  };
+  // (N, C, OC): products split by rows (and dout rounded in parallel), split by columns, and too
+  // small to split (parallel.hpp's sizes)
+  for (const auto& [N, C, OC] :
+       std::initializer_list<std::array<std::size_t, 3>>{{288, 64, 256}, {40, 64, 512}, {5, 7, 3}})
+    for (const int threads : {1, 2, 3})
+      for (const bool with_bias : {true, false}) {
+        DYNAMIC_SECTION(N << "×" << C << "→" << OC << ", " << threads << " threads, bias " << with_bias) {
+          set_num_threads(threads);
+          const auto x = floats(N * C, 1), w = floats(OC * C, 2), b = floats(OC, 3), dy = floats(N * OC, 4);
+          const float* bias = with_bias ? b.data() : nullptr;
+          const auto relative_error = [](const std::vector<float>& got, const std::vector<double>& want) {
+            double err = 0, scale = 0;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+              err = std::max(err, std::abs(got[i] - want[i]));
+              scale = std::max(scale, std::abs(want[i]));
+            }
+            return err / scale;
+          };
+          // out = round(x)·round(w)ᵀ + bias, whatever out held before
+          std::vector<float> out(N * OC, 7.0f);
+          fast::linear_forward(out.data(), x.data(), w.data(), bias, N, C, OC, Precision::bf16);
+          std::vector<double> want(N * OC), exact(N * OC);
+          for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t o = 0; o < OC; ++o) {
+              double sum = with_bias ? b[o] : 0.0, plain = sum;
+              for (std::size_t c = 0; c < C; ++c) {
+                sum += double(bf16_rounded(x[n * C + c])) * double(bf16_rounded(w[o * C + c]));
+                plain += double(x[n * C + c]) * double(w[o * C + c]);
+              }
+              want[n * OC + o] = sum;
+              exact[n * OC + o] = plain;
+            }
+          CHECK(relative_error(out, want) < 1e-5);
+          CHECK(relative_error(out, exact) > 1e-4);  // the rounding is real
+
+          // dx += round(dy)·round(w), dw += round(dy)ᵀ·round(x), db += Σ_n dy in float, in order over n
+          const auto dx0 = floats(N * C, 5), dw0 = floats(OC * C, 6), db0 = floats(OC, 7);
+          std::vector<float> dx = dx0, dw = dw0, db = db0;
+          fast::linear_backward(dx.data(), dw.data(), with_bias ? db.data() : nullptr, dy.data(), x.data(), w.data(),
+                                N, C, OC, false, Precision::bf16);
+          std::vector<double> want_dx(N * C), want_dw(OC * C);
+          for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t c = 0; c < C; ++c) {
+              double sum = dx0[n * C + c];
+              for (std::size_t o = 0; o < OC; ++o)
+                sum += double(bf16_rounded(dy[n * OC + o])) * double(bf16_rounded(w[o * C + c]));
+              want_dx[n * C + c] = sum;
+            }
+          for (std::size_t o = 0; o < OC; ++o)
+            for (std::size_t c = 0; c < C; ++c) {
+              double sum = dw0[o * C + c];
+              for (std::size_t n = 0; n < N; ++n)
+                sum += double(bf16_rounded(dy[n * OC + o])) * double(bf16_rounded(x[n * C + c]));
+              want_dw[o * C + c] = sum;
+            }
+          CHECK(relative_error(dx, want_dx) < 1e-5);
+          CHECK(relative_error(dw, want_dw) < 1e-5);
+          if (with_bias) {
+            std::vector<float> want_db = db0;
+            for (std::size_t n = 0; n < N; ++n)
+              for (std::size_t o = 0; o < OC; ++o) want_db[o] += dy[n * OC + o];
+            CHECK(db == want_db);
+          } else {
+            CHECK(db == db0);
+          }
+          // overwrite_dinp writes dx instead of adding into it; a null dx is skipped
+          std::vector<float> fresh(N * C, 7.0f), dw_again = dw0;
+          fast::linear_backward(fresh.data(), dw_again.data(), static_cast<float*>(nullptr), dy.data(), x.data(),
+                                w.data(), N, C, OC, true, Precision::bf16);
+          for (std::size_t i = 0; i < want_dx.size(); ++i) want_dx[i] -= dx0[i];
+          CHECK(relative_error(fresh, want_dx) < 1e-5);
+          std::vector<float> dw_only = dw0;
+          fast::linear_backward(static_cast<float*>(nullptr), dw_only.data(), static_cast<float*>(nullptr), dy.data(),
+                                x.data(), w.data(), N, C, OC, false, Precision::bf16);
+          CHECK(dw_only == dw_again);
+        }
+      }
 }
 
 TEST_CASE("a bf16 model trains close to its fp32 twin, or refuses to be built with the reason") {

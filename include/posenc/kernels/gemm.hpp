@@ -30,6 +30,9 @@
 
 namespace posenc {
 
+// A bfloat16 number as its 16 bits: the upper half of a float's.
+using Bf16 = std::uint16_t;
+
 // Which library computes float GEMMs, fixed when posenc is configured (CMake's
 // POSENC_GEMM_BACKEND): oneDNN where it is installed, since its kernels are chosen from the CPU's
 // instruction set at run time, OpenBLAS otherwise. Double GEMMs (the gradient checks) always use
@@ -137,12 +140,11 @@ class Bf16Matmuls {
     return matmuls;
   }
 
-  // dst = the rows × cols float block at src (row stride ld), rounded to packed bfloat16 by
-  // oneDNN's reorder (round to nearest even, with the CPU's conversion instructions)
-  void round_to_bf16(std::vector<std::uint16_t>& dst, const float* src, dnnl_dim_t rows, dnnl_dim_t cols,
-                     dnnl_dim_t ld) {
+  // dst (rows, cols) packed = the rows × cols float block at src (row stride ld) rounded to bfloat16
+  // by oneDNN's reorder (to nearest even, with the CPU's conversion instructions: several times
+  // the rate of a portable loop)
+  void round_to_bf16(Bf16* dst, const float* src, dnnl_dim_t rows, dnnl_dim_t cols, dnnl_dim_t ld) {
     using dnnl::memory;
-    dst.resize(static_cast<std::size_t>(rows * cols));
     const memory::desc src_md({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
     const memory::desc dst_md({rows, cols}, memory::data_type::bf16, memory::dims{cols, 1});
     const auto key = std::make_tuple(rows, cols, ld);
@@ -150,19 +152,20 @@ class Bf16Matmuls {
     if (it == reorders_.end())
       it = reorders_.emplace(key, dnnl::reorder(dnnl::reorder::primitive_desc(engine_, src_md, engine_, dst_md))).first;
     memory src_mem(src_md, engine_, const_cast<float*>(src));  // read only
-    memory dst_mem(dst_md, engine_, dst.data());
+    memory dst_mem(dst_md, engine_, dst);
     it->second.execute(stream_, src_mem, dst_mem);
     stream_.wait();
   }
 
-  // c (M,N) float [+]= op(a)·op(b) with a, b packed bf16 (a (M,K) or (K,M), b (K,N) or (N,K))
-  void run(bool trans_a, bool trans_b, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, const std::uint16_t* a,
-           const std::uint16_t* b, bool accumulate, float* c, dnnl_dim_t ldc) {
+  // c (M,N) float [+]= op(a)·op(b) with a, b bfloat16 (a (M,K) or (K,M), b (K,N) or (N,K), row
+  // strides lda, ldb)
+  void run(bool trans_a, bool trans_b, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, const Bf16* a, dnnl_dim_t lda,
+           const Bf16* b, dnnl_dim_t ldb, bool accumulate, float* c, dnnl_dim_t ldc) {
     using dnnl::memory;
-    const memory::desc a_md({m, k}, memory::data_type::bf16, trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-    const memory::desc b_md({k, n}, memory::data_type::bf16, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+    const memory::desc a_md({m, k}, memory::data_type::bf16, trans_a ? memory::dims{1, lda} : memory::dims{lda, 1});
+    const memory::desc b_md({k, n}, memory::data_type::bf16, trans_b ? memory::dims{1, ldb} : memory::dims{ldb, 1});
     const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
-    const auto key = std::make_tuple(trans_a, trans_b, m, n, k, ldc, accumulate);
+    const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldc, accumulate};
     auto it = primitives_.find(key);
     if (it == primitives_.end()) {
       dnnl::primitive_attr attr;
@@ -175,19 +178,20 @@ class Bf16Matmuls {
       it = primitives_.emplace(key, dnnl::matmul(pd)).first;
     }
     // oneDNN's memory objects take non-const handles; the primitive only reads src and weights
-    memory a_mem(a_md, engine_, const_cast<std::uint16_t*>(a));
-    memory b_mem(b_md, engine_, const_cast<std::uint16_t*>(b));
+    memory a_mem(a_md, engine_, const_cast<Bf16*>(a));
+    memory b_mem(b_md, engine_, const_cast<Bf16*>(b));
     memory c_mem(c_md, engine_, c);
     it->second.execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     stream_.wait();
   }
 
-  std::vector<std::uint16_t> a_bf16, b_bf16;  // this thread's rounded operands
+  std::vector<Bf16> a_bf16, b_bf16;  // this thread's rounded operands for onednn_bf16
 
  private:
+  using Key = std::tuple<bool, bool, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, bool>;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
-  std::map<std::tuple<bool, bool, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, bool>, dnnl::matmul> primitives_;
+  std::map<Key, dnnl::matmul> primitives_;
   std::map<std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>, dnnl::reorder> reorders_;
 };
 
@@ -204,10 +208,14 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
   [[maybe_unused]] const detail::OneOpenMPThread one_thread;
   [[maybe_unused]] const detail::SignalsHeldOnThisThread signals_held;
-  matmuls.round_to_bf16(matmuls.a_bf16, a, dim(trans_a ? k : m), dim(trans_a ? m : k), dim(lda));
-  matmuls.round_to_bf16(matmuls.b_bf16, b, dim(trans_b ? n : k), dim(trans_b ? k : n), dim(ldb));
-  matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), matmuls.b_bf16.data(),
-              beta != 0.0f, c, dim(ldc));
+  const std::size_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  matmuls.a_bf16.resize(a_rows * a_cols);
+  matmuls.b_bf16.resize(b_rows * b_cols);
+  matmuls.round_to_bf16(matmuls.a_bf16.data(), a, dim(a_rows), dim(a_cols), dim(lda));
+  matmuls.round_to_bf16(matmuls.b_bf16.data(), b, dim(b_rows), dim(b_cols), dim(ldb));
+  matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), dim(a_cols), matmuls.b_bf16.data(),
+              dim(b_cols), beta != 0.0f, c, dim(ldc));
 }
 #endif
 
@@ -265,6 +273,41 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 #endif
   gemm_backends::openblas<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// dst (rows, cols) packed = src's rows × cols block (row stride ld), each rounded to bfloat16 (to
+// nearest even): the operands of gemm_bf16.
+inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols, std::size_t ld) {
+  if (rows == 0 || cols == 0) return;
+  if (const auto reason = bf16_unsupported_reason()) fail(*reason);
+#if defined(POSENC_GEMM_ONEDNN)
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+  [[maybe_unused]] const gemm_backends::detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const gemm_backends::detail::SignalsHeldOnThisThread signals_held;
+  gemm_backends::detail::Bf16Matmuls::of_this_thread().round_to_bf16(dst, src, dim(rows), dim(cols), dim(ld));
+#else
+  static_cast<void>(dst), static_cast<void>(src), static_cast<void>(ld);
+#endif
+}
+
+// c (M,N) = op(a)·op(b), plus c when accumulate, over operands already rounded to bfloat16
+// (round_to_bf16) with gemm()'s shapes and strides, accumulated in float: for kernels that round an
+// operand once and use it in several products, or in slices on several threads.
+inline void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, const Bf16* a,
+                      std::size_t lda, const Bf16* b, std::size_t ldb, bool accumulate, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (const auto reason = bf16_unsupported_reason()) fail(*reason);
+#if defined(POSENC_GEMM_ONEDNN)
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+  [[maybe_unused]] const gemm_backends::detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const gemm_backends::detail::SignalsHeldOnThisThread signals_held;
+  gemm_backends::detail::Bf16Matmuls::of_this_thread().run(trans_a, trans_b, dim(m), dim(n), dim(k), a, dim(lda), b,
+                                                           dim(ldb), accumulate, c, dim(ldc));
+#else
+  static_cast<void>(trans_a), static_cast<void>(trans_b), static_cast<void>(k), static_cast<void>(a),
+      static_cast<void>(lda), static_cast<void>(b), static_cast<void>(ldb), static_cast<void>(accumulate),
+      static_cast<void>(c), static_cast<void>(ldc);
+#endif
 }
 
 }  // namespace posenc

@@ -14,13 +14,6 @@
 #include <omp.h>
 #endif
 
-// POSENC_OMP(...) places an OpenMP pragma when posenc is compiled with OpenMP and nothing otherwise.
-#if defined(_OPENMP)
-#define POSENC_OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define POSENC_OMP(...)
-#endif
-
 namespace posenc {
 
 // The number of threads the next parallel region will have (1 without OpenMP): posenc's
@@ -120,29 +113,52 @@ void add_column_sums(const std::array<S*, K>& sums, std::size_t N, std::size_t C
   }, 16, 64);
 }
 
-// gemm() with its output split over the threads: by rows of C when M is the larger side, by
-// columns otherwise. Each thread's product is an ordinary single-threaded OpenBLAS call (see
-// threads.hpp), so every element is computed exactly as one gemm() call would.
+// Calls product(r0, r1, c0, c1) on blocks of an (M,N) GEMM output with inner size K, one block
+// per thread: by rows when M is the larger side, by columns otherwise; one call over the whole
+// output when the product is too small to share.
+template <class Product>
+void split_gemm_output(std::size_t m, std::size_t n, std::size_t k, Product&& product) {
+  constexpr std::size_t serial_flops = 1u << 21;  // below ~2 MFLOP a second thread costs more than it saves
+  if (max_parallel_threads() <= 1 || 2 * m * n * k < serial_flops) {
+    product(std::size_t{0}, m, std::size_t{0}, n);
+    return;
+  }
+  if (m >= n)
+    parallel_for_chunks(m, [&](std::size_t r0, std::size_t r1) { product(r0, r1, std::size_t{0}, n); }, 16);
+  else
+    parallel_for_chunks(n, [&](std::size_t c0, std::size_t c1) { product(std::size_t{0}, m, c0, c1); }, 16);
+}
+
+// gemm() with its output split over the threads (split_gemm_output). Each thread's product is an
+// ordinary single-threaded call (see threads.hpp), so every element is computed exactly as one
+// gemm() call would.
 template <std::floating_point S>
 void parallel_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, S alpha,
                    const S* a, std::size_t lda, const S* b, std::size_t ldb, S beta, S* c,
                    std::size_t ldc, Precision precision = Precision::fp32) {
-  constexpr std::size_t serial_flops = 1u << 21;  // below ~2 MFLOP a second thread costs more than it saves
-  if (max_parallel_threads() <= 1 || 2 * m * n * k < serial_flops) {
-    gemm<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, precision);
-    return;
-  }
-  if (m >= n) {
-    parallel_for_chunks(m, [&](std::size_t r0, std::size_t r1) {
-      const S* a0 = trans_a ? a + r0 : a + r0 * lda;  // rows of op(A) are columns of A when transposed
-      gemm<S>(trans_a, trans_b, r1 - r0, n, k, alpha, a0, lda, b, ldb, beta, c + r0 * ldc, ldc, precision);
-    }, 16);
-  } else {
-    parallel_for_chunks(n, [&](std::size_t c0, std::size_t c1) {
-      const S* b0 = trans_b ? b + c0 * ldb : b + c0;
-      gemm<S>(trans_a, trans_b, m, c1 - c0, k, alpha, a, lda, b0, ldb, beta, c + c0, ldc, precision);
-    }, 16);
-  }
+  split_gemm_output(m, n, k, [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+    const S* a0 = trans_a ? a + r0 : a + r0 * lda;  // rows of op(A) are columns of A when transposed
+    const S* b0 = trans_b ? b + c0 * ldb : b + c0;
+    gemm<S>(trans_a, trans_b, r1 - r0, c1 - c0, k, alpha, a0, lda, b0, ldb, beta, c + r0 * ldc + c0, ldc, precision);
+  });
+}
+
+// gemm_bf16() (operands already rounded) with its output split over the threads.
+inline void parallel_gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                               const Bf16* a, std::size_t lda, const Bf16* b, std::size_t ldb, bool accumulate,
+                               float* c, std::size_t ldc) {
+  split_gemm_output(m, n, k, [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+    gemm_bf16(trans_a, trans_b, r1 - r0, c1 - c0, k, trans_a ? a + r0 : a + r0 * lda, lda,
+              trans_b ? b + c0 * ldb : b + c0, ldb, accumulate, c + r0 * ldc + c0, ldc);
+  });
+}
+
+// dst (rows, cols) = src (rows, cols), both packed, rounded to bfloat16 with the rows split over
+// the threads (serially below 64k numbers).
+inline void parallel_round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols) {
+  parallel_for_chunks(rows, [&](std::size_t r0, std::size_t r1) {
+    round_to_bf16(dst + r0 * cols, src + r0 * cols, r1 - r0, cols, cols);
+  }, 1, (std::size_t{1} << 16) / std::max<std::size_t>(1, cols));
 }
 
 }  // namespace posenc
