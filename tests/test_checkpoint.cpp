@@ -289,3 +289,30 @@ TEST_CASE("a checkpoint's damaged tokenizer is refused with the entry named") {
   std::filesystem::remove(path);
   std::filesystem::remove(bad);
 }
+
+TEST_CASE("a RoPE scaling's JSON holds each setting with a value, in the bytes checkpoints always had") {
+  // the bytes of checkpoints and config.json written before the JSON was built from rope_scaling_settings
+  const std::pair<const char*, const char*> written[] = {
+      {"linear:4", R"({"beta_fast":32.0,"beta_slow":1.0,"factor":4.0,"method":"linear"})"},
+      {"yarn:8:beta_fast=16:beta_slow=2:attention_factor=1.2:base=500",
+       R"({"attention_factor":1.2,"base":500.0,"beta_fast":16.0,"beta_slow":2.0,"factor":8.0,"method":"yarn"})"},
+      {"dynamic-ntk:8:original_context=64",
+       R"({"beta_fast":32.0,"beta_slow":1.0,"factor":8.0,"method":"dynamic-ntk","original_context":64})"},
+      {"base=500000", R"({"base":500000.0,"beta_fast":32.0,"beta_slow":1.0,"factor":1.0,"method":"none"})"},
+  };
+  for (const auto& [spec, json] : written) {
+    const RopeScaling scaling = parse_rope_scaling_spec(spec);
+    CHECK(to_json(scaling).dump() == json);
+    CHECK(rope_scaling_from_json(nlohmann::json::parse(json), "here") == scaling);
+  }
+  // a JSON without the beta values (they are optional on reading) takes their defaults
+  CHECK(rope_scaling_from_json(nlohmann::json::parse(R"({"factor":4.0,"method":"linear"})"), "here") ==
+        parse_rope_scaling_spec("linear:4"));
+  CHECK_THROWS_WITH(
+      rope_scaling_from_json(nlohmann::json::parse(R"({"factor":8,"method":"yarn","original_context":64.5})"), "cfg"),
+      Catch::Contains("cfg: 'original_context' must be a whole number"));
+  CHECK_THROWS_WITH(rope_scaling_from_json(nlohmann::json::parse(R"({"factor":8,"method":"yarn","base":"x"})"), "cfg"),
+                    Catch::Contains("cfg: not a RoPE scaling"));
+  CHECK_THROWS_WITH(rope_scaling_from_json(nlohmann::json::parse(R"({"factor":8,"method":"yarn","base":0.5})"), "cfg"),
+                    Catch::Contains("cfg: rope scaling: the base must be"));
+}

@@ -89,14 +89,16 @@ struct RopeScaling {
   std::string label() const;
 };
 
-// A scaling's settings besides its method and factor, by the names a scaling spec, labels and
-// messages use: which methods read each, its value where it differs from the default, and how a
-// value is set (whole: only a whole number ≥ 1 is a value). One table drives the spec parser,
-// changed_settings() and the CLI's checks.
+// A scaling's settings besides its method and factor, by the names a scaling spec, labels,
+// messages and the JSON of checkpoints and run configurations use: which methods read each, its
+// value, and how a value is set (whole: only a whole number ≥ 1 is a value). One table drives the
+// spec parser, changed_settings(), the JSON and the CLI's checks.
 struct RopeScalingSetting {
   std::string_view name;
   bool (*read_by)(RopeScalingMethod);
-  std::optional<double> (*changed)(const RopeScaling&);  // nullopt where the setting has its default
+  // nullopt where none is given (the model's own base, the trained context, YaRN's derived
+  // magnitude); the beta values always have one
+  std::optional<double> (*value)(const RopeScaling&);
   void (*set)(RopeScaling&, double);
   bool whole = false;
   // The programs' command-line option that gives it (without the dashes; Python's keyword with
@@ -104,6 +106,12 @@ struct RopeScalingSetting {
   std::string_view option = {};
   double above = 0;
   std::string_view help = {};
+
+  // Its value in r where that differs from the default's, else nullopt.
+  std::optional<double> changed(const RopeScaling& r) const {
+    const auto v = value(r);
+    return v != value(RopeScaling{}) ? v : std::nullopt;
+  }
 };
 
 // the base by every method, original_context by those whose angles depend on L, YaRN's ramp and
@@ -120,15 +128,11 @@ inline constexpr std::array<RopeScalingSetting, 5> rope_scaling_settings = {{
      [](RopeScaling& r, double v) { r.original_context = static_cast<std::size_t>(v); }, true,
      "rope-original-context", 0, "The trained context the factor stretches (0: the model's)"},
     {"beta_fast", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
-     [](const RopeScaling& r) {
-       return r.beta_fast != RopeScaling{}.beta_fast ? std::optional(r.beta_fast) : std::nullopt;
-     },
+     [](const RopeScaling& r) { return std::optional(r.beta_fast); },
      [](RopeScaling& r, double v) { r.beta_fast = v; }, false, "yarn-beta-fast", 0,
      "YaRN: pairs turning more often over the trained context keep their angles (32)"},
     {"beta_slow", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },
-     [](const RopeScaling& r) {
-       return r.beta_slow != RopeScaling{}.beta_slow ? std::optional(r.beta_slow) : std::nullopt;
-     },
+     [](const RopeScaling& r) { return std::optional(r.beta_slow); },
      [](RopeScaling& r, double v) { r.beta_slow = v; }, false, "yarn-beta-slow", 0,
      "YaRN: pairs turning less often are interpolated by the factor (1)"},
     {"attention_factor", [](RopeScalingMethod m) { return m == RopeScalingMethod::yarn; },

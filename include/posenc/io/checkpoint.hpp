@@ -23,14 +23,17 @@ namespace posenc {
 
 inline constexpr const char* checkpoint_format = "posenc-checkpoint-1";
 
-// A RopeScaling as JSON, for checkpoints' metadata and run configurations: the method's name,
-// the factor, and each other setting only when it is given.
+// A RopeScaling as JSON, for checkpoints' metadata and run configurations: the method's name, the
+// factor, and each of rope_scaling_settings that has a value (the beta values always; a whole
+// setting as an integer).
 inline nlohmann::json to_json(const RopeScaling& s) {
-  nlohmann::json j = {{"method", rope_scaling_name(s.method)}, {"factor", s.factor},
-                      {"beta_fast", s.beta_fast}, {"beta_slow", s.beta_slow}};
-  if (s.base) j["base"] = *s.base;
-  if (s.original_context != 0) j["original_context"] = s.original_context;
-  if (s.attention_factor) j["attention_factor"] = *s.attention_factor;
+  nlohmann::json j = {{"method", rope_scaling_name(s.method)}, {"factor", s.factor}};
+  for (const RopeScalingSetting& setting : rope_scaling_settings)
+    if (const auto value = setting.value(s)) {
+      auto& entry = j[std::string(setting.name)];
+      if (setting.whole) entry = static_cast<std::size_t>(*value);
+      else entry = *value;
+    }
   return j;
 }
 
@@ -44,11 +47,14 @@ inline RopeScaling rope_scaling_from_json(const nlohmann::json& j, std::string_v
     if (!parsed) fail("unknown method '", method, "'");
     s.method = *parsed;
     s.factor = j.at("factor").get<double>();
-    s.beta_fast = j.value("beta_fast", s.beta_fast);
-    s.beta_slow = j.value("beta_slow", s.beta_slow);
-    if (j.contains("base")) s.base = j.at("base").get<double>();
-    s.original_context = j.value("original_context", std::size_t{0});
-    if (j.contains("attention_factor")) s.attention_factor = j.at("attention_factor").get<double>();
+    for (const RopeScalingSetting& setting : rope_scaling_settings) {
+      const std::string name(setting.name);
+      if (!j.contains(name)) continue;
+      const auto value = j.at(name).get<double>();
+      if (setting.whole && !(value >= 0 && value == std::floor(value) && value < 0x1p53))
+        fail("'", name, "' must be a whole number ≥ 0, got ", value);
+      setting.set(s, value);
+    }
     s.validate();
   } catch (const nlohmann::json::exception& e) {
     fail(where, ": not a RoPE scaling: ", e.what());
