@@ -2,14 +2,20 @@
 //   bench_gemm      rows named gemm/<backend>/<shape> (openblas, onednn, onednn_bf16 where the CPU has
 //                   bf16, posenc_parallel and posenc_parallel_bf16: gemm() split over posenc's threads
 //                   as the model calls it);
-//                   the context names the kernels. No repetition
-//                   statistics: Google Benchmark's "min" of a FLOP/s counter would be the slowest rate.
+//                   the context names the kernels; and rows named linear/<precision>/<layer>/<pass>/<cache>:
+//                   fast::linear_forward (with its bias) or linear_backward (dx, dW, db) of the study's
+//                   four layer shapes, "warm" on one set of operands, "cold" on a new set each time from
+//                   a pool of 256 MB (as in the training step, where each layer's activations were
+//                   written long before). No repetition statistics: Google Benchmark's "min" of a
+//                   FLOP/s counter would be the slowest rate.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include <posenc/kernels/fast_linear.hpp>
 #include <posenc/kernels/gemm_report.hpp>
 #include <posenc/kernels/parallel.hpp>
 #include <posenc/model/char_transformer.hpp>
@@ -74,6 +80,55 @@ void run(benchmark::State& state, const Shape& s, GemmFn gemm_fn, bool parallel,
                  (s.trans_a ? " Aᵀ" : "") + (s.trans_b ? " Bᵀ" : ""));
 }
 
+// A linear layer's pass over rows × in → out, as DecoderBlock calls it; cold cycles through enough
+// operand sets that none is in a cache when it is used again.
+void linear_pass(benchmark::State& state, std::size_t in, std::size_t out, bool backward, bool cold,
+                 Precision precision) {
+  posenc::set_num_threads(posenc::default_num_threads());
+  const std::size_t per_set = 2 * tokens * (in + out);  // x, dx, y and dy (floats)
+  const std::size_t sets = cold ? std::max<std::size_t>(2, (std::size_t{256} << 20) / (4 * per_set)) : 1;
+  std::vector<std::vector<float>> operands;
+  for (std::size_t i = 0; i < sets; ++i) operands.push_back(posenc_bench::random_floats(per_set, 20 + i));
+  const auto w = posenc_bench::random_floats(out * in, 11), b = posenc_bench::random_floats(out, 12);
+  std::vector<float> dw(out * in), db(out);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    float* x = operands[next].data();
+    float* dx = x + tokens * in;
+    float* y = dx + tokens * in;
+    float* dy = y + tokens * out;
+    next = (next + 1) % sets;
+    if (backward)
+      fast::linear_backward(dx, dw.data(), db.data(), dy, x, w.data(), tokens, in, out, true, precision);
+    else
+      fast::linear_forward(y, x, w.data(), b.data(), tokens, in, out, precision);
+    benchmark::DoNotOptimize(dw.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter((backward ? 4.0 : 2.0) * tokens * in * out,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_linear_passes() {
+  struct Layer {
+    const char* name;
+    std::size_t in, out;
+  };
+  constexpr Layer layers[] = {{"qkv", D, 3 * D}, {"attn_proj", D, D}, {"mlp_fc", D, 4 * D}, {"mlp_proj", 4 * D, D}};
+  std::vector<Precision> precisions{Precision::fp32};
+  if (!bf16_unsupported_reason()) precisions.push_back(Precision::bf16);
+  for (const Precision precision : precisions)
+    for (const Layer& layer : layers)
+      for (const bool backward : {false, true})
+        for (const bool cold : {false, true})
+          benchmark::RegisterBenchmark((std::string("linear/") + precision_name(precision) + "/" + layer.name + "/" +
+                                        (backward ? "backward" : "forward") + "/" + (cold ? "cold" : "warm"))
+                                           .c_str(),
+                                       [=](benchmark::State& st) {
+                                         linear_pass(st, layer.in, layer.out, backward, cold, precision);
+                                       })
+              ->UseRealTime();
+}
+
 void register_all() {
   struct Backend {
     const char* name;
@@ -106,6 +161,7 @@ void register_all() {
 int main(int argc, char** argv) {
   posenc_bench::add_compute_context();
   register_all();
+  register_linear_passes();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
