@@ -60,6 +60,7 @@ struct FIRE {
       S *gw1, *gb1, *gw2, *gb2, *gc_raw, *gthreshold_raw;  // gthreshold_raw: L_multiplier's gradient
       S c, threshold, dc_draw, dthreshold_draw;  // c, L and their slopes in the stored values
       const S* by_distance;                       // (T, Heads): f(ψ(d)/ψ(L)), for queries below L
+      const S* psi_by_distance;                   // (T): ψ(d), one log1p per distance rather than per score
       S* grad_by_distance;                        // (T, Heads): its accumulated gradient
       // f is piecewise linear in its scalar input (a sum of ReLUs), so it is evaluated from its
       // linear pieces: `breaks` holds the units' switching points in ascending order and `pieces`
@@ -83,9 +84,9 @@ struct FIRE {
             row[j] += by_distance[relative_distance(query, first_key + j) * Heads + head];
           return;
         }
-        const S norm = psi(static_cast<S>(query));  // ψ(max(i, L)) = ψ(i) here
+        const S norm = psi_by_distance[query];  // ψ(max(i, L)) = ψ(i) here
         for (std::size_t j = 0; j < keys; ++j)
-          row[j] += mlp(psi(static_cast<S>(relative_distance(query, first_key + j))) / norm, head);
+          row[j] += mlp(psi_by_distance[relative_distance(query, first_key + j)] / norm, head);
       }
 
       // f_θ(x)_head, from its linear pieces
@@ -125,15 +126,16 @@ struct FIRE {
         if (grad_past->empty()) return;
         for (std::size_t query = first_past; query < length; ++query) {
           const S i = static_cast<S>(query);
-          const S norm_i = psi(i);
+          const S norm_i = psi_by_distance[query];
           const S* g = grad_past->data() + (query - first_past) * length * Heads;
           for (std::size_t j = 0; j < length; ++j) {
             const S* gj = g + j * Heads;
             if (std::all_of(gj, gj + Heads, [](S v) { return v == S(0); })) continue;  // e.g. a masked key
-            const S d = static_cast<S>(relative_distance(query, j));
-            const S x = psi(d) / norm_i;
+            const std::size_t distance = relative_distance(query, j);
+            const S d = static_cast<S>(distance), psi_d = psi_by_distance[distance];
+            const S x = psi_d / norm_i;
             // x = ψ(d)/ψ(i)  →  dx/dc = (d/(cd+1))/ψ(i) − ψ(d)·(i/(ci+1))/ψ(i)², and L is not in it
-            const S dx_dc = (d / (c * d + 1)) / norm_i - psi(d) * (i / (c * i + 1)) / (norm_i * norm_i);
+            const S dx_dc = (d / (c * d + 1)) / norm_i - psi_d * (i / (c * i + 1)) / (norm_i * norm_i);
             for (std::size_t h = 0; h < Heads; ++h)
               if (gj[h] != S(0)) backprop_mlp(gj[h], h, x, dx_dc, S(0));
           }
@@ -177,13 +179,17 @@ struct FIRE {
       h.breaks = breaks_.data();
       h.break_count = breaks_.size();
       h.pieces = pieces_.data();
-      // The shared values of the rows below the threshold, one per distance and head.
+      // ψ of every distance, and the shared values of the rows below the threshold, one per
+      // distance and head.
+      psi_by_distance_.resize(T);
+      for (std::size_t d = 0; d < T; ++d) psi_by_distance_[d] = h.psi(static_cast<S>(d));
+      h.psi_by_distance = psi_by_distance_.data();
       by_distance_.assign(T * Heads, S(0));
       grad_by_distance_.assign(T * Heads, S(0));
       const S norm = h.psi(h.threshold);
       for (std::size_t d = 0; d < T; ++d)
         for (std::size_t head = 0; head < Heads; ++head)
-          by_distance_[d * Heads + head] = h.mlp(h.psi(static_cast<S>(d)) / norm, head);
+          by_distance_[d * Heads + head] = h.mlp(psi_by_distance_[d] / norm, head);
       h.by_distance = by_distance_.data();
       h.grad_by_distance = grad_by_distance_.data();
       h.length = T;
@@ -224,7 +230,7 @@ struct FIRE {
 
     Slot w1_, b1_, w2_, b2_, c_, threshold_multiplier_;
     double initial_threshold_;
-    std::vector<S> by_distance_, grad_by_distance_;
+    std::vector<S> psi_by_distance_, by_distance_, grad_by_distance_;
     std::vector<S> breaks_, pieces_, grad_past_;
   };
 };
