@@ -288,6 +288,19 @@ TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias
           fast::linear_backward(static_cast<float*>(nullptr), dw_only.data(), static_cast<float*>(nullptr), dy.data(),
                                 x.data(), w.data(), N, C, OC, false, Precision::bf16);
           CHECK(dw_only == dw_again);
+          // the forward's rounding of x, kept and given to the backward, is the rounding it would make
+          std::vector<Bf16> x16(N * C);
+          std::vector<float> out_kept(N * OC, 7.0f);
+          fast::linear_forward(out_kept.data(), x.data(), w.data(), bias, N, C, OC, Precision::bf16, x16.data());
+          CHECK(out_kept == out);
+          for (std::size_t i = 0; i < x.size(); ++i)
+            REQUIRE(std::bit_cast<float>(std::uint32_t{x16[i]} << 16) == bf16_rounded(x[i]));
+          std::vector<float> dx_kept = dx0, dw_kept = dw0, db_kept = db0;
+          fast::linear_backward(dx_kept.data(), dw_kept.data(), with_bias ? db_kept.data() : nullptr, dy.data(),
+                                x.data(), w.data(), N, C, OC, false, Precision::bf16, x16.data());
+          CHECK(dx_kept == dx);
+          CHECK(dw_kept == dw);
+          CHECK(db_kept == db);
         }
       }
 }

@@ -451,7 +451,7 @@ class CharTransformer {
     ws_.residual.resize((for_backward ? Layers + 1 : 2) * N * Dim);
     if (ws_.blocks.size() < (for_backward ? Layers : 1)) ws_.blocks.resize(for_backward ? Layers : 1);
     for (std::size_t l = 0; l < (for_backward ? Layers : 1); ++l)
-      ws_.blocks[l].resize(ws_.chunk, ws_.T, Dim, Heads, for_backward);
+      ws_.blocks[l].resize(ws_.chunk, ws_.T, Dim, Heads, for_backward, config_.precision == Precision::bf16);
     ws_.lnf.resize(N * Dim);
     ws_.lnf_mean.resize(N);
     ws_.lnf_rstd.resize(N);

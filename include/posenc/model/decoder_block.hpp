@@ -40,8 +40,12 @@ struct BlockActivations {
   std::vector<S> res1;                     // (N,D) input + attention branch
   std::vector<S> ln2, ln2_mean, ln2_rstd;  // (N,D), (N), (N)
   std::vector<S> fch, fch_gelu;            // (N,4D) before and after GELU
+  // (N,7D) with bf16 linear layers: their inputs ln1, atty, ln2 and fch_gelu as the forward
+  // rounded them, so the backward need not round them again; empty otherwise
+  std::vector<Bf16> rounded;
 
-  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool for_backward = true) {
+  void resize(std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool for_backward = true,
+              bool keep_rounded = false) {
     const std::size_t N = B * T;
     for (auto* v : {&ln1, &atty, &res1, &ln2}) v->resize(N * D);
     for (auto* v : {&ln1_mean, &ln1_rstd, &ln2_mean, &ln2_rstd}) v->resize(N);
@@ -51,7 +55,17 @@ struct BlockActivations {
       lse.resize(B * H * T);
       if (fast::keeps_attention_probabilities<S>(B, H, T)) att.resize(B * H * T * T);
       fch_gelu.resize(N * 4 * D);
+      if (keep_rounded) rounded.resize(N * 7 * D);
     }
+  }
+
+  // The rounded copy of a linear layer's input (N, columns) at `offset` columns into `rounded`, or
+  // nullptr when none is kept.
+  Bf16* rounded_input(std::size_t N, std::size_t offset, std::size_t columns) {
+    return rounded.size() >= N * (offset + columns) ? rounded.data() + N * offset : nullptr;
+  }
+  const Bf16* rounded_input(std::size_t N, std::size_t offset, std::size_t columns) const {
+    return rounded.size() >= N * (offset + columns) ? rounded.data() + N * offset : nullptr;
   }
 };
 
@@ -107,6 +121,8 @@ class DecoderBlock {
   static constexpr std::size_t heads = Heads;
   static constexpr std::size_t head_dim = Dim / Heads;
   using Activations = BlockActivations<S>;
+  // Where each linear layer's rounded input sits in Activations::rounded, in columns of N rows.
+  static constexpr std::size_t ln1_at = 0, atty_at = Dim, ln2_at = 2 * Dim, gelu_at = 3 * Dim;
   using Scratch = BlockScratch<S>;
   using PositionHooks = typename PosEnc::template Attention<S, Heads, head_dim>;
   using BoundHooks = decltype(std::declval<PositionHooks&>().bind(std::declval<ParameterStore<S>&>(), std::size_t{}));
@@ -153,26 +169,32 @@ class DecoderBlock {
     const std::uint64_t first = first_sequence * T * Dim;  // the batch's first element in the residual masks
     profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln1.data(), act.ln1_mean.data(),
                                          act.ln1_rstd.data(), inp, p[w_.ln_1_w], p[w_.ln_1_b], N, Dim); });
-    profiled("forward: linear qkv", [&] { fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w],
-                                          p[w_.c_attn_b], N, Dim, 3 * Dim, precision_); });
+    profiled("forward: linear qkv", [&] {
+      fast::linear_forward(act.qkv.data(), act.ln1.data(), p[w_.c_attn_w], p[w_.c_attn_b], N, Dim, 3 * Dim, precision_,
+                           act.rounded_input(N, ln1_at, Dim));
+    });
     S* lse = for_backward ? act.lse.data() : nullptr;
     S* att = for_backward && fast::keeps_attention_probabilities<S>(B, Heads, T) ? act.att.data() : nullptr;
     profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), lse, att, act.qkv.data(), B, T, Dim,
                                          Heads, bind_at(store, T, positions), causal_,
                                          fast::AttentionDropout{dropout.at(attention_site), first_sequence}); });
     profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
-                                                p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_); });
+                                                p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_,
+                                                act.rounded_input(N, atty_at, Dim)); });
     profiled("forward: dropout", [&] { posenc::dropout(act.res1.data(), N * Dim, dropout.at(attention_output_site),
                                        first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i]; });
     profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(),
                                          act.ln2_rstd.data(), act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim); });
-    profiled("forward: linear mlp fc", [&] { fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w],
-                                             p[w_.c_fc_b], N, Dim, 4 * Dim, precision_); });
+    profiled("forward: linear mlp fc", [&] {
+      fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim, 4 * Dim, precision_,
+                           act.rounded_input(N, ln2_at, Dim));
+    });
     S* gelu = for_backward ? act.fch_gelu.data() : act.fch.data();
     profiled("forward: gelu", [&] { fast::gelu_forward(gelu, act.fch.data(), N * 4 * Dim); });
     profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, gelu, p[w_.mlp_proj_w],
-                                               p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
+                                               p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_,
+                                               act.rounded_input(N, gelu_at, 4 * Dim)); });
     profiled("forward: dropout", [&] { posenc::dropout(out, N * Dim, dropout.at(mlp_output_site), first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
   }
@@ -218,11 +240,12 @@ class DecoderBlock {
     }
     profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dmlp,
                                                 act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
-                                                precision_); });
+                                                precision_, act.rounded_input(N, gelu_at, 4 * Dim)); });
     profiled("backward: gelu",
              [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });  // in place
     profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch,
-                                              act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_); });
+                                              act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_,
+                                              act.rounded_input(N, ln2_at, Dim)); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
                                           act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
                                           Dim); });
@@ -232,7 +255,7 @@ class DecoderBlock {
                                         first); });
     profiled("backward: linear attn proj", [&] { fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b],
                                                  sc.dres1.data(), act.atty.data(), p[w_.attn_proj_w], N, Dim, Dim, true,
-                                                 precision_); });
+                                                 precision_, act.rounded_input(N, atty_at, Dim)); });
     // one share of scratch per thread of this moment (the count may have changed since the
     // forward); it grows on the first step only, unless the thread count or T grows
     profiled("backward: attention", [&] {
@@ -247,7 +270,8 @@ class DecoderBlock {
                                attention_dropout);
     });
     profiled("backward: linear qkv", [&] { fast::linear_backward(dsmall, g[w_.c_attn_w], g[w_.c_attn_b], dqkv,
-                                           act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_); });
+                                           act.ln1.data(), p[w_.c_attn_w], N, Dim, 3 * Dim, true, precision_,
+                                           act.rounded_input(N, ln1_at, Dim)); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp,
                                           p[w_.ln_1_w], act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim); });
   }
