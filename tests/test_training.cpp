@@ -735,3 +735,11 @@ TEST_CASE("a run at randomized positions resumes to the uninterrupted run's bits
   CHECK(parameters_of(resumed) == parameters_of(whole));
   std::filesystem::remove_all(base);
 }
+
+TEST_CASE("the training memory estimate counts what bf16 keeps: each layer's rounded inputs") {
+  RunConfig config;  // the study's model, batch 32 and context 128 (TrainConfig's defaults)
+  const double fp32 = config.training_bytes(65);
+  config.precision = Precision::bf16;
+  // 3 layers × one chunk of 8 sequences × 128 rows × 7·192 bfloat16 numbers
+  CHECK(config.training_bytes(65) - fp32 == Approx(3.0 * 8 * config.train.context * 7 * 192 * 2));
+}

@@ -19,14 +19,6 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
-
-// POSENC_OMP(...) places an OpenMP pragma when posenc is compiled with OpenMP and nothing otherwise.
-#if defined(_OPENMP)
-#define POSENC_OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define POSENC_OMP(...)
-#endif
-
 #if defined(__linux__)
 #include <sched.h>
 #include <sys/resource.h>

@@ -14,6 +14,13 @@
 #include <omp.h>
 #endif
 
+// POSENC_OMP(...) places an OpenMP pragma when posenc is compiled with OpenMP and nothing otherwise.
+#if defined(_OPENMP)
+#define POSENC_OMP(...) _Pragma(#__VA_ARGS__)
+#else
+#define POSENC_OMP(...)
+#endif
+
 namespace posenc {
 
 // The number of threads the next parallel region will have (1 without OpenMP): posenc's
