@@ -130,8 +130,13 @@ inline std::string length_list_text(const std::vector<std::size_t>& lengths) {
   for (std::size_t i = 0; i < lengths.size();) {
     std::size_t j = i;
     while (j + 1 < lengths.size() && lengths[j + 1] == lengths[j] + 1) ++j;
-    text += (text.empty() ? "" : ",") + std::to_string(lengths[i]);
-    if (j > i) text += "-" + std::to_string(lengths[j]);
+    // appended piece by piece: GCC 12 at -O3 warns (-Wstringop-overflow, a false positive) on "..." + string
+    if (!text.empty()) text += ',';
+    text += std::to_string(lengths[i]);
+    if (j > i) {
+      text += '-';
+      text += std::to_string(lengths[j]);
+    }
     i = j + 1;
   }
   return text;
