@@ -100,6 +100,21 @@ TEST_CASE("a run configuration survives its JSON, and JSON written before a key 
   CHECK_FALSE(to_json(c).contains("random_positions"));
   CHECK(run_config_from_json(nlohmann::json::parse(to_json(randomized).dump()), "test") == randomized);
   CHECK(randomized.model_config(10).position_range == 264);
+  // a task's curriculum: written when set, read back; absent (as before it existed) means none
+  RunConfig staged = c;
+  staged.task = TaskSpec{TaskKind::associative_recall, {2, 8}, {{{2, 2}, 30}, {{2, 4}, 20}}};
+  CHECK(to_json(staged).at("task") ==
+        nlohmann::json{{"name", "associative-recall"}, {"lengths", "2-8"}, {"curriculum", "2-2:30,2-4:20"}});
+  CHECK(run_config_from_json(nlohmann::json::parse(to_json(staged).dump()), "test") == staged);
+  RunConfig unstaged = staged;
+  unstaged.task->curriculum.clear();
+  CHECK_FALSE(to_json(unstaged).at("task").contains("curriculum"));
+  CHECK(run_config_from_json(nlohmann::json::parse(to_json(unstaged).dump()), "test") == unstaged);
+  nlohmann::json too_long = to_json(staged);
+  too_long["task"]["curriculum"] = "2-9:5";
+  CHECK_THROWS_WITH(run_config_from_json(too_long, "'x.json'"),
+                    Catch::Contains("'x.json' is not a run configuration") &&
+                        Catch::Contains("stage lengths 2-9 exceed the task lengths 2-8"));
 
   // A study record of 2026-11: no embedding_std, precision or data_digest; the digest under "data".
   const nlohmann::json legacy = nlohmann::json::parse(R"({"batch": 32, "context": 128,

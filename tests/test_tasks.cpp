@@ -287,6 +287,67 @@ TEST_CASE("accuracy: a model that copies perfectly scores 1 at every length, and
   CHECK(one[0].answer_loss == range[2].answer_loss);
 }
 
+TEST_CASE("a curriculum: stages read and written back, each step's lengths, and bad curricula are errors") {
+  const TaskCurriculum curriculum = parse_task_curriculum("2:30000,2-4:20000");
+  REQUIRE(curriculum.size() == 2);
+  CHECK(curriculum[0] == TaskStage{{2, 2}, 30000});
+  CHECK(curriculum[1] == TaskStage{{2, 4}, 20000});
+  CHECK(to_string(curriculum) == "2-2:30000,2-4:20000");
+  CHECK(parse_task_curriculum(to_string(curriculum)) == curriculum);
+  CHECK(parse_task_curriculum("").empty());
+  CHECK(curriculum_steps(curriculum) == 50000);
+  const TaskSpec spec{TaskKind::associative_recall, {2, 8}, curriculum};
+  CHECK(to_string(spec) == "associative-recall 2-8 after 2-2:30000,2-4:20000");
+  CHECK(lengths_at_step(spec, 0) == TaskLengths{2, 2});
+  CHECK(lengths_at_step(spec, 29999) == TaskLengths{2, 2});
+  CHECK(lengths_at_step(spec, 30000) == TaskLengths{2, 4});
+  CHECK(lengths_at_step(spec, 49999) == TaskLengths{2, 4});
+  CHECK(lengths_at_step(spec, 50000) == TaskLengths{2, 8});
+  CHECK(lengths_at_step({TaskKind::copy, {1, 16}}, 0) == TaskLengths{1, 16});
+  CHECK_NOTHROW(check_curriculum_steps(spec, 50001));
+  CHECK_THROWS_WITH(check_curriculum_steps(spec, 50000),
+                    Catch::Contains("its 50000 steps leave none of the run's 50000 for the task lengths 2-8"));
+  CHECK_THROWS_WITH(check_curriculum({TaskKind::copy, {1, 4}, {{{1, 6}, 10}}}),
+                    Catch::Contains("stage lengths 1-6 exceed the task lengths 1-4"));
+  for (const char* bad : {"2", "2:", ":5", "2:0", "2:x", "2:-1", "2:5,", ",2:5", "2:5,,3:5", "2:1.5", "2-1:5", "0:5"})
+    CHECK_THROWS_WITH(parse_task_curriculum(bad), Catch::Contains("task "));
+  CHECK_THROWS_WITH(parse_task_curriculum("2:1099511627777"), Catch::Contains("has more than 1099511627776 steps"));
+  CHECK_THROWS_WITH(parse_task_curriculum("2:99999999999999999999999"), Catch::Contains("is not LENGTHS:STEPS"));
+  CHECK_THROWS_WITH(TaskData(Task(TaskKind::copy), {1, 4}, std::nullopt, {{{2, 6}, 5}}),
+                    Catch::Contains("stage lengths 2-6 exceed the task lengths 1-4"));
+  CHECK_THROWS_WITH(TaskData(Task(TaskKind::associative_recall), {1, 8}, std::nullopt, {{{2, 700}, 5}}),
+                    Catch::Contains("length 700 exceeds the longest it has"));
+}
+
+TEST_CASE("a curriculum's stream draws each step's lengths, and a stream never told a step the trained ones") {
+  const TaskData data(Task(TaskKind::copy), {1, 6}, std::nullopt, {{{2, 2}, 3}, {{1, 3}, 2}});
+  CHECK(data.context() == 12);  // the trained lengths' longest example sets it
+  const auto lengths_drawn = [&](BatchStream& stream) {
+    Batch batch;
+    std::set<std::size_t> lengths;
+    for (int k = 0; k < 20; ++k) {
+      stream.sample(batch);
+      for (std::size_t b = 0; b < batch.inputs.shape()[0]; ++b) {
+        std::size_t answers = 0;
+        for (std::size_t t = 0; t < batch.inputs.shape()[1]; ++t) answers += (*batch.mask)(b, t);
+        lengths.insert(answers);  // copy answers its n characters
+      }
+    }
+    return lengths;
+  };
+  const auto stream = data.batches(Split::train, 8, data.context(), 1);
+  for (const std::int64_t step : {0, 2}) {
+    stream->at_step(step);
+    CHECK(lengths_drawn(*stream) == std::set<std::size_t>{2});
+  }
+  stream->at_step(3);
+  CHECK(lengths_drawn(*stream) == std::set<std::size_t>{1, 2, 3});
+  stream->at_step(5);
+  CHECK(lengths_drawn(*stream) == std::set<std::size_t>{1, 2, 3, 4, 5, 6});
+  const auto evaluation = data.batches(Split::validation, 8, data.context(), 1);
+  CHECK(lengths_drawn(*evaluation) == std::set<std::size_t>{1, 2, 3, 4, 5, 6});
+}
+
 TEST_CASE("bad task settings are errors that say what is wrong") {
   CHECK_THROWS_WITH(parse_task_kind("sorting"), Catch::Contains("unknown task 'sorting'") &&
                                                     Catch::Contains("copy, reverse, associative-recall, passkey"));
@@ -333,6 +394,65 @@ TEST_CASE("tested lengths: a list of ranges read and written back, to 8 × the t
   const std::vector<LengthBand> sparse = length_bands(4, {2, 40});  // no tested length in 5–8, 9–16, 17–32
   REQUIRE(sparse.size() == 2);
   CHECK(sparse[1].label() == "33–64");
+}
+
+namespace {
+
+// A task's data whose training stream records what it is told and when it draws: "step N" for
+// at_step(N), "draw" for sample().
+class RecordingData final : public TrainingData {
+ public:
+  explicit RecordingData(const TaskData& task) : task_(task) {}
+  const Tokenizer& tokenizer() const override { return task_.tokenizer(); }
+  std::unique_ptr<BatchStream> batches(Split split, std::size_t batch, std::size_t context,
+                                       std::uint64_t seed) const override {
+    const bool first_training_stream = split == Split::train && !made_training_stream_;
+    made_training_stream_ = made_training_stream_ || split == Split::train;
+    return std::make_unique<Stream>(task_.batches(split, batch, context, seed), first_training_stream ? &log : nullptr);
+  }
+  mutable std::vector<std::string> log;  // the first training stream's (a trainer's sampler; the loss estimates
+                                         // draw from streams of their own)
+
+ private:
+  class Stream final : public BatchStream {
+   public:
+    Stream(std::unique_ptr<BatchStream> inner, std::vector<std::string>* log) : inner_(std::move(inner)), log_(log) {}
+    void sample(Batch& batch) override {
+      if (log_ != nullptr) log_->push_back("draw");
+      inner_->sample(batch);
+    }
+    Rng& rng() override { return inner_->rng(); }
+    void at_step(std::int64_t step) override {
+      if (log_ != nullptr) log_->push_back("step " + std::to_string(step));
+      inner_->at_step(step);
+    }
+
+   private:
+    std::unique_ptr<BatchStream> inner_;
+    std::vector<std::string>* log_;
+  };
+  const TaskData& task_;
+  mutable bool made_training_stream_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("a run tells its training batches each step before drawing them, so a curriculum follows the steps") {
+  using Model = CharTransformer<RoPE, 1, 16, 2>;
+  const TaskData task(Task(TaskKind::copy), {1, 3}, std::nullopt, {{{1, 1}, 2}});
+  const RecordingData data(task);
+  TrainConfig config;
+  config.steps = 3;
+  config.batch = 4;
+  config.grad_accum = 2;
+  config.context = task.context();
+  config.eval_every = 100;
+  config.eval_iters = 1;
+  Model model(data.vocab_size(), task.context(), 1);
+  Trainer<Model> trainer(model, data, config);
+  trainer.run([](const StepReport&) {}, [](const EvalRecord&) {});
+  CHECK(data.log == std::vector<std::string>{"step 0", "draw", "draw", "step 1", "draw", "draw", "step 2", "draw",
+                                             "draw"});
 }
 
 TEST_CASE("training on a task: loss on the answers falls, and the run is the same at 1 and 2 threads") {

@@ -1,4 +1,4 @@
-// TaskOptions: --task and --task-lengths, the command-line options that choose a synthetic task, for both programs.
+// TaskOptions: --task, --task-lengths and --task-curriculum, the command-line options that choose a synthetic task.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -54,6 +54,23 @@ class TaskOptions {
             ->needs(task_);
   }
 
+  // Adds --task-curriculum, for a command that trains.
+  void add_curriculum(CLI::App& app) {
+    app.add_option_function<std::string>(
+           "--task-curriculum",
+           [this](const std::string& text) {
+             try {
+               curriculum_ = posenc::parse_task_curriculum(text);
+             } catch (const posenc::Error& e) {
+               throw CLI::ValidationError("--task-curriculum", e.what());
+             }
+           },
+           "LENGTHS:STEPS,...: stages trained before --task-lengths, each its steps on examples of its lengths "
+           "(none longer than --task-lengths' longest), e.g. 2:30000,2-4:20000 (associative recall finds its "
+           "lookup at two pairs first) [none]")
+        ->needs(task_);
+  }
+
   // Sets run.task from the options `app` was given: the context, unless --context is given, the
   // longest example's inputs; a task that reads no corpus refuses --data and leaves run.data empty.
   void apply(posenc::RunConfig& run, const CLI::App& app) const {
@@ -64,12 +81,15 @@ class TaskOptions {
   // The task given, or none.
   std::optional<posenc::TaskSpec> spec() const {
     if (task_->count() == 0) return std::nullopt;
-    return posenc::TaskSpec{posenc::parse_task_kind(name_), posenc::parse_task_lengths(lengths_)};
+    posenc::TaskSpec spec{posenc::parse_task_kind(name_), posenc::parse_task_lengths(lengths_), curriculum_};
+    posenc::check_curriculum(spec);
+    return spec;
   }
 
  private:
   std::string name_;
   std::string lengths_;
+  posenc::TaskCurriculum curriculum_;
   CLI::Option* task_ = nullptr;
   CLI::Option* lengths_option_ = nullptr;
 };

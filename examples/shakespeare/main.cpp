@@ -438,6 +438,7 @@ int main(int argc, char** argv) {
   examples::RunOptions run_options(*train_cmd, t.run);
   examples::RopeOptions train_rope(*train_cmd);
   examples::TaskOptions train_task(*train_cmd, "Train on a synthetic task instead of --data's text");
+  train_task.add_curriculum(*train_cmd);
   train_cmd->add_option(
       "--out", out, "Run directory [runs/<posenc>-seed<seed>, with --init-from runs/<posenc>-seed<seed>-context<L>]");
   train_cmd->add_flag("--resume", t.resume, "Continue the run in --out from its latest checkpoint");
@@ -567,11 +568,14 @@ int main(int argc, char** argv) {
       if (t.resume) {
         std::vector<std::string> fixed = run_options.names();
         fixed.insert(fixed.end(), train_rope.names().begin(), train_rope.names().end());
-        fixed.insert(fixed.end(), {"--posenc", "--seed", "--init-from", "--task", "--task-lengths"});
+        fixed.insert(fixed.end(),
+                     {"--posenc", "--seed", "--init-from", "--task", "--task-lengths", "--task-curriculum"});
+        std::string given;  // every one given, so that one correction is enough
         for (const std::string& name : fixed)
-          if (train_cmd->count(name) > 0)
-            posenc::fail("--resume takes the run's configuration from its config.json; ", name,
-                         " cannot be given with it (only --out, --steps, --keep-checkpoints and --threads)");
+          if (train_cmd->count(name) > 0) given += (given.empty() ? "" : ", ") + name;
+        if (!given.empty())
+          posenc::fail("--resume takes the run's configuration from its config.json; ", given,
+                       " cannot be given with it (only --out, --steps, --keep-checkpoints and --threads)");
         if (out.empty()) posenc::fail("--resume needs --out, the run directory to continue");
       }
       if (steps_given > 0) t.run.train.steps = steps_given;

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   app.add_flag("--summary-only", summary_only, "Write the summary of the finished runs without training");
   examples::TaskOptions task_options(app, "Train every run on a synthetic task instead of --data's text, and test each "
                                           "final model's exact-match accuracy at --task-test-lengths");
+  task_options.add_curriculum(app);
   std::string task_test_lengths;
   app.add_option("--task-test-lengths", task_test_lengths,
                  "A-B,N,...: the lengths each final model is tested at (default: to 8 × the longest trained, every "

@@ -598,6 +598,27 @@ if "$bin" train "${small[@]}" --batch 8 --task copy --task-lengths 1-4 --steps 2
 else
   failed "train --task: $(tail -3 task.log; tail -3 task-resume.log)"
 fi
+# a curriculum: its stages in config.json and the start line; the run resumes through them
+if "$bin" train "${small[@]}" --batch 8 --task copy --task-lengths 1-4 --task-curriculum 2:5,1-3:5 --steps 20 \
+     --out task-staged > task-staged.log 2>&1 &&
+   grep -q "on task copy 1-4 after 2-2:5,1-3:5" task-staged.log &&
+   python3 -c 'import json,sys; c=json.load(open("task-staged/config.json")); sys.exit(0 if c["task"]=={"name":"copy","lengths":"1-4","curriculum":"2-2:5,1-3:5"} else 1)' &&
+   "$bin" train --resume --steps 30 --out task-staged > task-staged-resume.log 2>&1 &&
+   grep -q "on task copy 1-4 after 2-2:5,1-3:5" task-staged-resume.log; then
+  pass "train --task-curriculum records its stages in config.json, and the run resumes with them"
+else
+  failed "train --task-curriculum: $(tail -3 task-staged.log; tail -3 task-staged-resume.log)"
+fi
+expect_error "a malformed curriculum" "stage '2' is not LENGTHS:STEPS" \
+  "$bin" train "${small[@]}" --task copy --task-lengths 1-4 --task-curriculum 2 --out bad-task
+expect_error "a curriculum stage longer than the task lengths" "stage lengths 1-6 exceed the task lengths 1-4" \
+  "$bin" train "${small[@]}" --task copy --task-lengths 1-4 --task-curriculum 1-6:5 --out bad-task
+expect_error "a curriculum as long as the run" "its 20 steps leave none of the run's 20 for the task lengths 1-4" \
+  "$bin" train "${small[@]}" --task copy --task-lengths 1-4 --task-curriculum 2:20 --steps 20 --out bad-task
+expect_error "a curriculum without a task" "--task-curriculum requires --task" \
+  "$bin" train "${small[@]}" --task-curriculum 2:5 --out bad-task
+expect_error "--resume with the task's options names them all" "--task, --task-lengths, --task-curriculum cannot be given with it" \
+  "$bin" train --resume --task copy --task-lengths 1-4 --task-curriculum 2:5 --out task-staged
 # a rotary model takes any length asked; learned's table (8 rows here) ends at length 4 (2n inputs)
 "$bin" train --posenc learned --layers 2 --dim 64 --heads 4 --batch 8 --task copy --task-lengths 1-4 --steps 2 --out task-learned \
   > /dev/null 2>&1

@@ -193,6 +193,18 @@ if "$bin" "${task_design[@]}" --out task > task.log 2>&1 &&
 else
   failed "study --task: $(tail -5 task.log; head -c 600 task/summary.md)"
 fi
+# a curriculum: every run trains through it, its records and summary say so
+if "$bin" --task copy --task-lengths 1-3 --variants rope --seeds 1 --steps 30 --extended-steps 0 --eval-every 15 \
+     --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 8 --task-examples 5 --task-curriculum 1:10 \
+     --out task-staged > task-staged.log 2>&1 &&
+   grep -q "first trained through the curriculum 1-1:10" task-staged/summary.md &&
+   python3 -c 'import json,sys; r=json.load(open("task-staged/records/rope-seed1-steps30.json")); s=json.load(open("task-staged/summary.json")); sys.exit(0 if r["config"]["task"]["curriculum"]=="1-1:10" and "1-1:10" in json.dumps(s) else 1)'; then
+  pass "study --task-curriculum trains every run through it and says so in its records and summary"
+else
+  failed "study --task-curriculum: $(tail -5 task-staged.log; head -c 600 task-staged/summary.md)"
+fi
+expect_error "a curriculum as long as the runs" "its 30 steps leave none of the run's 30" \
+  "$bin" "${task_design[@]}" --task-curriculum 1:30 --out bad-task
 expect_error "--task-test-lengths without --task" "--task-test-lengths requires --task" \
   "$bin" --task-test-lengths 1-4 --out bad-task
 expect_error "--data with a task that makes its own examples" "--data with --task copy: the task makes its own examples" \

@@ -60,6 +60,9 @@ class BatchStream {
   virtual ~BatchStream() = default;
   virtual void sample(Batch& batch) = 0;
   virtual Rng& rng() = 0;
+  // Told by a training run before each step's batches: a stream whose examples change with the
+  // step (a task's curriculum) draws the step's; the others ignore it.
+  virtual void at_step(std::int64_t /*step*/) {}
 };
 
 // What a training run learns from: a corpus's windows (TextDataset) or a task's examples

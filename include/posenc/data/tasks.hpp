@@ -158,15 +158,99 @@ inline std::vector<std::size_t> default_test_lengths(const TaskLengths& trained)
   return lengths;
 }
 
-// A task and the lengths of its examples: what a run trains on, or an evaluation asks.
+// A stage of a curriculum: `steps` steps on examples of `lengths`.
+struct TaskStage {
+  TaskLengths lengths;
+  std::size_t steps = 0;
+  bool operator==(const TaskStage&) const = default;
+};
+
+// The stages a run trains through, in order, before the lengths it is trained for (a model that
+// must find a circuit on short examples first: associative recall's lookup, found at two pairs).
+using TaskCurriculum = std::vector<TaskStage>;
+
+inline std::size_t curriculum_steps(const TaskCurriculum& curriculum) {
+  std::size_t steps = 0;
+  for (const TaskStage& stage : curriculum) steps += stage.steps;
+  return steps;
+}
+
+// "L:S,L:S,..." (L as parse_task_lengths reads it, S whole steps from 1), e.g. "2:30000,2-4:20000"; "" is none.
+inline TaskCurriculum parse_task_curriculum(std::string_view text) {
+  constexpr std::size_t max_steps = std::size_t{1} << 40;  // as a run's --steps
+  TaskCurriculum curriculum;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view stage = text.substr(start, comma - start);
+    const std::size_t colon = stage.find(':');
+    std::size_t steps = 0;
+    const std::string_view count = colon == std::string_view::npos ? std::string_view() : stage.substr(colon + 1);
+    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), steps);
+    if (count.empty() || error != std::errc() || end != count.data() + count.size() || steps == 0)
+      fail("task curriculum '", text, "': stage '", stage,
+           "' is not LENGTHS:STEPS (lengths A-B or N, steps a whole number from 1), e.g. 2:30000,2-4:20000");
+    if (steps > max_steps)
+      fail("task curriculum '", text, "': stage '", stage, "' has more than ", max_steps, " steps");
+    curriculum.push_back({parse_task_lengths(stage.substr(0, colon)), steps});
+    start = comma + 1;
+    if (comma + 1 == text.size()) fail("task curriculum '", text, "': ends in a comma");
+  }
+  return curriculum;
+}
+
+inline std::string to_string(const TaskCurriculum& curriculum) {
+  std::string text;
+  for (const TaskStage& stage : curriculum) {
+    if (!text.empty()) text += ',';
+    text += to_string(stage.lengths);
+    text += ':';
+    text += std::to_string(stage.steps);
+  }
+  return text;
+}
+
+// A task and the lengths of its examples: what a run trains on (after its curriculum's stages, if
+// any), or an evaluation asks.
 struct TaskSpec {
   TaskKind kind = TaskKind::copy;
   TaskLengths lengths;
+  TaskCurriculum curriculum = {};
   bool operator==(const TaskSpec&) const = default;
 };
 
 inline std::string to_string(const TaskSpec& spec) {
-  return std::string(task_name(spec.kind)) + " " + to_string(spec.lengths);
+  std::string text = std::string(task_name(spec.kind)) + " " + to_string(spec.lengths);
+  if (!spec.curriculum.empty()) {
+    text += " after ";
+    text += to_string(spec.curriculum);
+  }
+  return text;
+}
+
+// The lengths of the examples of a run's step `step` (from 0): its curriculum's stage, then its lengths.
+inline TaskLengths lengths_at_step(const TaskSpec& spec, std::size_t step) {
+  for (const TaskStage& stage : spec.curriculum) {
+    if (step < stage.steps) return stage.lengths;
+    step -= stage.steps;
+  }
+  return spec.lengths;
+}
+
+// Throws posenc::Error if a stage's examples are longer than the lengths' longest (which sets the
+// run's context).
+inline void check_curriculum(const TaskSpec& spec) {
+  for (const TaskStage& stage : spec.curriculum)
+    if (stage.lengths.max > spec.lengths.max)
+      fail("task curriculum ", to_string(spec.curriculum), ": stage lengths ", to_string(stage.lengths),
+           " exceed the task lengths ", to_string(spec.lengths), " the run is trained for (they set its context)");
+}
+
+// Throws posenc::Error unless a run of `steps` steps trains every stage of the spec's curriculum and
+// then its lengths.
+inline void check_curriculum_steps(const TaskSpec& spec, std::size_t steps) {
+  if (const std::size_t staged = curriculum_steps(spec.curriculum); !spec.curriculum.empty() && staged >= steps)
+    fail("task curriculum ", to_string(spec.curriculum), ": its ", staged, " steps leave none of the run's ", steps,
+         " for the task lengths ", to_string(spec.lengths));
 }
 
 // One example: its characters, which of them are the answer (the loss and the accuracy score
@@ -392,15 +476,19 @@ inline void fill_task_batch(Batch& batch, const std::vector<TaskExample>& exampl
 }
 
 // A task's batches: each example's length uniform over the range, its content from the stream's
-// generator.
+// generator. A training run's stream follows the spec's curriculum by step (at_step); one that is
+// never told a step (an evaluation's) draws from the spec's lengths.
 class TaskStream final : public BatchStream {
  public:
-  TaskStream(const Task& task, const Tokenizer& tokenizer, TaskLengths lengths, Split split, std::size_t batch,
+  TaskStream(const Task& task, const Tokenizer& tokenizer, TaskSpec spec, Split split, std::size_t batch,
              std::uint64_t seed)
-      : task_(&task), tokenizer_(&tokenizer), lengths_(lengths), split_(split), batch_(batch), rng_(seed) {
+      : task_(&task), tokenizer_(&tokenizer), spec_(std::move(spec)), lengths_(spec_.lengths), split_(split),
+        batch_(batch), rng_(seed) {
     if (batch == 0) fail("TaskStream: batch size must be positive");
-    task.check(lengths);
+    task.check(spec_.lengths);
+    for (const TaskStage& stage : spec_.curriculum) task.check(stage.lengths);
   }
+  void at_step(std::int64_t step) override { lengths_ = lengths_at_step(spec_, static_cast<std::size_t>(step)); }
   void sample(Batch& batch) override {
     examples_.clear();
     for (std::size_t b = 0; b < batch_; ++b)
@@ -413,41 +501,46 @@ class TaskStream final : public BatchStream {
  private:
   const Task* task_;
   const Tokenizer* tokenizer_;
-  TaskLengths lengths_;
+  TaskSpec spec_;
+  TaskLengths lengths_;  // the current step's
   Split split_;
   std::size_t batch_;
   Rng rng_;
   std::vector<TaskExample> examples_;
 };
 
-// A task as training data: examples of the training lengths, encoded with the task's symbols or a
-// given vocabulary that holds them (a checkpoint's).
+// A task as training data: examples of the training lengths (after the curriculum's stages, if
+// any), encoded with the task's symbols or a given vocabulary that holds them (a checkpoint's).
 class TaskData final : public TrainingData {
  public:
   TaskData(Task task, TaskLengths lengths) : TaskData(std::move(task), lengths, std::nullopt) {}
-  TaskData(Task task, TaskLengths lengths, std::optional<Tokenizer> vocabulary)
-      : task_(std::move(task)), lengths_(lengths), tokenizer_(vocabulary ? *vocabulary : Tokenizer(task_.tokenizer())) {
+  TaskData(Task task, TaskLengths lengths, std::optional<Tokenizer> vocabulary, TaskCurriculum curriculum = {})
+      : task_(std::move(task)), spec_{task_.kind(), lengths, std::move(curriculum)},
+        tokenizer_(vocabulary ? *vocabulary : Tokenizer(task_.tokenizer())) {
     task_.check(lengths);
+    for (const TaskStage& stage : spec_.curriculum) task_.check(stage.lengths);
+    check_curriculum(spec_);
     task_.check_vocabulary(tokenizer_);
   }
 
   const Task& task() const { return task_; }
-  const TaskLengths& lengths() const { return lengths_; }
+  const TaskLengths& lengths() const { return spec_.lengths; }
+  const TaskCurriculum& curriculum() const { return spec_.curriculum; }
   const Tokenizer& tokenizer() const override { return tokenizer_; }
   // The inputs of the longest example: the context a model needs to train on the range.
-  std::size_t context() const { return task_context({task_.kind(), lengths_}); }
+  std::size_t context() const { return task_context(spec_); }
 
   std::unique_ptr<BatchStream> batches(Split split, std::size_t batch, std::size_t context,
                                        std::uint64_t seed) const override {
     if (context < this->context())
-      fail("task ", task_.name(), " at lengths ", to_string(lengths_), ": its longest example has ", this->context(),
-           " inputs, more than the context ", context);
-    return std::make_unique<TaskStream>(task_, tokenizer_, lengths_, split, batch, seed);
+      fail("task ", task_.name(), " at lengths ", to_string(spec_.lengths), ": its longest example has ",
+           this->context(), " inputs, more than the context ", context);
+    return std::make_unique<TaskStream>(task_, tokenizer_, spec_, split, batch, seed);
   }
 
  private:
   Task task_;
-  TaskLengths lengths_;
+  TaskSpec spec_;
   Tokenizer tokenizer_;
 };
 

@@ -204,9 +204,11 @@ inline nlohmann::json task_summary_json(const TaskSummary& s) {
                      {"df", c.paired ? nlohmann::json(c.paired->df) : nlohmann::json(nullptr)},
                      {"p", c.paired ? nlohmann::json(c.paired->p) : nlohmann::json(nullptr)},
                      {"p_holm", optional_json(c.p_holm)}, {"note", c.note}});
-  return {{"task", task_name(s.trained.kind)}, {"trained_lengths", to_string(s.trained.lengths)},
-          {"tested_lengths", length_list_text(s.tested)}, {"examples", s.examples}, {"seed", s.seed},
-          {"bands", bands}, {"lengths", lengths}, {"band_cells", band_cells}, {"pairs", pairs}};
+  nlohmann::json j = {{"task", task_name(s.trained.kind)}, {"trained_lengths", to_string(s.trained.lengths)},
+                      {"tested_lengths", length_list_text(s.tested)}, {"examples", s.examples}, {"seed", s.seed},
+                      {"bands", bands}, {"lengths", lengths}, {"band_cells", band_cells}, {"pairs", pairs}};
+  if (!s.trained.curriculum.empty()) j["curriculum"] = to_string(s.trained.curriculum);  // absent: none
+  return j;
 }
 
 // One row per model and tested length: the accuracy's mean and sd over seeds.
@@ -249,8 +251,11 @@ inline std::string task_summary_markdown(const TaskSummary& s, const StudyDesign
   using detail::fixed;
   std::ostringstream md;
   const TaskInfo& info = task_info(s.trained.kind);
-  md << "## Task " << info.name << ": trained on lengths " << to_string(s.trained.lengths) << "\n\n"
-     << info.summary << "; a length counts " << info.length << ". Every model answers " << s.examples
+  md << "## Task " << info.name << ": trained on lengths " << to_string(s.trained.lengths) << "\n\n";
+  if (!s.trained.curriculum.empty())
+    md << "Each run first trained through the curriculum " << to_string(s.trained.curriculum)
+       << " (lengths:steps, stage by stage), then on lengths " << to_string(s.trained.lengths) << ".\n\n";
+  md << info.summary << "; a length counts " << info.length << ". Every model answers " << s.examples
      << " examples of each tested length (" << length_list_text(s.tested) << "), drawn from seed " << s.seed
      << ", each length its own stream. Accuracy is exact match: every answer character the model's most likely one, "
         "each predicted from the true characters before it. n/a: the model cannot take the length (a learned "

@@ -170,8 +170,9 @@ inline std::unique_ptr<TrainingData> make_training_data(const RunConfig& config,
       fail("task ", task_name(config.task->kind), " scores characters: train it with --tokenizer char or byte");
     const std::optional<Tokenizer> bytes =
         config.tokenizer.kind == TokenizerKind::byte ? std::optional<Tokenizer>(Tokenizer()) : std::nullopt;
+    check_curriculum_steps(*config.task, config.train.steps);
     return std::make_unique<TaskData>(Task(config.task->kind, text), config.task->lengths,
-                                      tokenizer ? tokenizer : bytes);
+                                      tokenizer ? tokenizer : bytes, config.task->curriculum);
   }
   return tokenizer ? std::make_unique<TextDataset>(text, *tokenizer)
                    : std::make_unique<TextDataset>(text, config.tokenizer);
@@ -195,7 +196,10 @@ inline nlohmann::json to_json(const RunConfig& c) {
   if (!c.init_from.checkpoint.empty())
     j["init_from"] = {{"checkpoint", c.init_from.checkpoint}, {"step", c.init_from.step},
                       {"context", c.init_from.context}};
-  if (c.task) j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
+  if (c.task) {
+    j["task"] = {{"name", task_name(c.task->kind)}, {"lengths", to_string(c.task->lengths)}};
+    if (!c.task->curriculum.empty()) j["task"]["curriculum"] = to_string(c.task->curriculum);  // absent: none
+  }
   if (c.tokenizer.kind != TokenizerKind::character) j["tokenizer"] = tokenizer_name(c.tokenizer.kind);  // absent: char
   if (c.tokenizer.kind == TokenizerKind::bpe) j["vocab_size"] = c.tokenizer.vocab_size;
   return j;
@@ -228,8 +232,8 @@ inline std::string RunConfig::differences(const RunConfig& other) const {
 }
 
 // Reads what to_json wrote, and what earlier versions wrote: a key added since (embedding_std,
-// precision, data_digest, init, tie_weights, dropout, rope, random_positions, init_from, task, tokenizer,
-// vocab_size and TrainConfig's, see
+// precision, data_digest, init, tie_weights, dropout, rope, random_positions, init_from, task, task's
+// curriculum, tokenizer, vocab_size and TrainConfig's, see
 // train_config_from_json)
 // takes its default when missing, which is what those runs used; study records kept the corpus's digest under "data".
 // Anything else missing or mistyped is an error naming `where`.
@@ -255,9 +259,13 @@ inline RunConfig run_config_from_json(const nlohmann::json& j, std::string_view 
       c.init_from = {from.at("checkpoint").get<std::string>(), from.at("step").get<std::int64_t>(),
                      from.at("context").get<std::size_t>()};
     }
-    if (j.contains("task"))
-      c.task = TaskSpec{parse_task_kind(j.at("task").at("name").get<std::string>()),
-                        parse_task_lengths(j.at("task").at("lengths").get<std::string>())};
+    if (j.contains("task")) {
+      const nlohmann::json& task = j.at("task");
+      c.task = TaskSpec{parse_task_kind(task.at("name").get<std::string>()),
+                        parse_task_lengths(task.at("lengths").get<std::string>()),
+                        parse_task_curriculum(task.value("curriculum", std::string()))};
+      check_curriculum(*c.task);
+    }
     // vocab_size is bpe's: a grid point of another tokenizer keeps the study's --vocab-size unused
     c.tokenizer.kind = parse_tokenizer_kind(j.value("tokenizer", std::string("char")));
     if (c.tokenizer.kind == TokenizerKind::bpe) c.tokenizer.vocab_size = j.value("vocab_size", std::size_t{0});

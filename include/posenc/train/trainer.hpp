@@ -167,6 +167,7 @@ class Trainer {
     // the dropout masks of the run's seed and this step, whatever model (and initialisation seed)
     // resumed it
     const std::uint64_t pass = DropoutMask::mix(config_.seed + DropoutMask::mix(static_cast<std::uint64_t>(step())));
+    sampler_->at_step(step());
     const std::string sampler_at_start = config_.grad_accum > 1 ? sampler_->rng().state() : std::string();
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
       if (k > 0 && should_stop()) {  // a long accumulation must not outlast a stop request
