@@ -168,7 +168,7 @@ posenc::TaskKind task_kind(const std::string& prefix, const std::string& name) {
 // The programs' options that are not config.json keys, under their CLI names: the task and the
 // rotary settings (task="copy", task_lengths="1-16", rope_scaling="yarn", rope_factor=4, ...).
 struct ProgramOptions {
-  std::optional<std::string> task, task_lengths, rope_method, init_from;
+  std::optional<std::string> task, task_lengths, task_curriculum, rope_method, init_from;
   std::vector<std::pair<std::string, double>> rope_numbers;  // by option name: rope-base, ...
 
   // Takes `key` (a Python name) if it is one of them; false otherwise.
@@ -181,6 +181,7 @@ struct ProgramOptions {
     };
     if (key == "task") return task = text(), true;
     if (key == "task_lengths") return task_lengths = text(), true;
+    if (key == "task_curriculum") return task_curriculum = text(), true;
     if (key == "rope_scaling") return rope_method = text(), true;
     if (key == "init_from") return init_from = text(), true;
     std::vector<std::string_view> options = {"rope-factor"};  // and each setting of the library's table
@@ -203,11 +204,13 @@ struct ProgramOptions {
              const std::function<bool(const std::string&)>& given,
              std::optional<posenc::SafetensorsFile>* init_source) const {
     if (task_lengths && !task) throw py::value_error("task_lengths needs task, the task whose lengths they are");
+    if (task_curriculum && !task) throw py::value_error("task_curriculum needs task, the task it trains in stages");
     const auto spelled = [](std::string_view name) { return python_name(name); };
     if (task) {
-      examples::set_task(c, posenc::TaskSpec{task_kind("", *task),
-                                             posenc::parse_task_lengths(task_lengths.value_or("1-16"))},
-                         context_given, data_given, spelled);
+      posenc::TaskSpec spec{task_kind("", *task), posenc::parse_task_lengths(task_lengths.value_or("1-16")),
+                            posenc::parse_task_curriculum(task_curriculum.value_or(""))};
+      posenc::check_curriculum(spec);
+      examples::set_task(c, spec, context_given, data_given, spelled);
     }
     if (init_from) {
       if (init_source == nullptr)

@@ -277,12 +277,25 @@ def test_the_programs_task_and_rope_options_by_their_cli_names(threads, shakespe
                     str(tmp_path / "cli")],
                    check=True, capture_output=True)
     assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    staged = posenc.train(str(tmp_path / "py-staged"), steps=10, task="copy", task_lengths="1-4", task_curriculum="2:4",
+                          on_eval=lambda r: None, **small)
+    assert staged["config"]["task"] == {"name": "copy", "lengths": "1-4", "curriculum": "2-2:4"}
+    subprocess.run([shakespeare, "train", "--posenc", "rope", "--layers", "2", "--dim", "64", "--heads", "4",
+                    "--batch", "4", "--eval-every", "10", "--eval-iters", "2", "--steps", "10", "--threads",
+                    str(threads), "--task", "copy", "--task-lengths", "1-4", "--task-curriculum", "2:4", "--out",
+                    str(tmp_path / "cli-staged")],
+                   check=True, capture_output=True)
+    assert ((tmp_path / "py-staged" / "model.safetensors").read_bytes() ==
+            (tmp_path / "cli-staged" / "model.safetensors").read_bytes())
     yarn = posenc.train(str(tmp_path / "yarn"), steps=2, data=str(corpus), rope_scaling="yarn", rope_factor=4,
                         yarn_beta_fast=16, on_eval=lambda r: None, **SMALL)
     assert yarn["config"]["rope"] == {"method": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 1.0}
     bad = [(ValueError, "data with task copy: the task makes its own examples", dict(task="copy", data=str(corpus))),
            (ValueError, "task 'kopy': expected one of", dict(task="kopy")),
            (ValueError, "task_lengths needs task", dict(task_lengths="1-4")),
+           (ValueError, "task_curriculum needs task", dict(task_curriculum="2:4")),
+           (ValueError, "stage '2' is not LENGTHS:STEPS", dict(task="copy", task_curriculum="2")),
+           (ValueError, "stage lengths 1-20 exceed the task lengths 1-16", dict(task="copy", task_curriculum="1-20:2")),
            (TypeError, "task_lengths takes a string", dict(task="copy", task_lengths=4)),
            (ValueError, "yarn_beta_fast: read by yarn, not by the scaling 'linear'",
             dict(rope_scaling="linear", rope_factor=2, yarn_beta_fast=8)),
