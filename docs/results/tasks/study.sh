@@ -42,8 +42,12 @@ trained() {
 }
 steps() {
   [ -z "${STEPS:-}" ] || { echo "$STEPS"; return; }
-  case "$1" in associative-recall) echo 10000 ;; passkey) echo 6000 ;; *) echo 3000 ;; esac
+  case "$1" in associative-recall) echo 100000 ;; passkey) echo 6000 ;; *) echo 3000 ;; esac
 }
+# stages trained before the task's lengths (--task-curriculum; associative recall: the small model
+# finds its lookup only from two pairs, results.md; its first stage long enough for the plateau to
+# break, 16,000-30,000 steps in the pilots)
+curriculum() { case "$1" in associative-recall) echo 2:30000,2-4:20000 ;; esac; }
 # randomized positions' range: 8 × the trained context (copy and reverse: 32 inputs, 2 × 16 + 1
 # characters less the last), the inputs of the longest tested example
 range() { case "$1" in copy|reverse) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
@@ -78,6 +82,7 @@ for task in "${tasks[@]}"; do
   committed=("$keep"/records/*.json)
   [ ${#committed[@]} -eq 0 ] || cp -n "${committed[@]}" "$out/records/"
   [ "$task" = passkey ] && extra+=(--data data/tinyshakespeare/input.txt --task-examples 20)
+  [ -z "$(curriculum "$task")" ] || extra+=(--task-curriculum "$(curriculum "$task")")
   nice -n 19 "$B/study" --task "$task" --task-lengths "$(trained "$task")" --variants "$policies" --seeds 1,2,3 \
     --steps "$(steps "$task")" --extended-steps 0 --layers "$layers" --dim "$dim" --heads "$heads" \
     --lr "${LR:-3e-3}" --lr-schedule cosine --warmup-steps 100 --min-lr-fraction 0.1 --eval-every 500 --eval-iters 20 --jobs "$jobs" --threads "$jobs" \
