@@ -301,8 +301,109 @@ TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias
           CHECK(dx_kept == dx);
           CHECK(dw_kept == dw);
           CHECK(db_kept == db);
+          // an input already rounded, and dout's rounding given beside dout (which dbias still reads),
+          // change nothing: the backward then needs no float input at all
+          std::vector<float> out_rounded(N * OC, 7.0f);
+          fast::linear_forward_rounded(out_rounded.data(), x16.data(), w.data(), bias, N, C, OC);
+          CHECK(out_rounded == out);
+          std::vector<Bf16> dy16(N * OC);
+          round_to_bf16(dy16.data(), dy.data(), N, OC, OC);
+          std::vector<float> dx_given = dx0, dw_given = dw0, db_given = db0;
+          fast::linear_backward(dx_given.data(), dw_given.data(), with_bias ? db_given.data() : nullptr, dy.data(),
+                                static_cast<const float*>(nullptr), w.data(), N, C, OC, false, Precision::bf16,
+                                x16.data(), dy16.data());
+          CHECK(dx_given == dx);
+          CHECK(dw_given == dw);
+          CHECK(db_given == db);
         }
       }
+}
+
+TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, at every thread count") {
+  if (bf16_unsupported_reason()) return;
+  const posenc_test::ThreadCounts restore;
+  // longer than a tile (fast::detail::gelu_bf16_tile), with a tail, and shorter than a vector
+  for (const std::size_t N : {std::size_t{3}, std::size_t{1000}, 2 * fast::detail::gelu_bf16_tile + 77})
+    for (const int threads : {1, 2, 3}) {
+      DYNAMIC_SECTION(N << " numbers, " << threads << " threads") {
+        set_num_threads(threads);
+        const auto random = posenc_test::random_vector(N, 8), up = posenc_test::random_vector(N, 9);
+        std::vector<float> x(N), dy(N);
+        for (std::size_t i = 0; i < N; ++i) {
+          x[i] = static_cast<float>(4 * random[i]);  // across GELU's bend, both tails
+          dy[i] = static_cast<float>(up[i]);
+        }
+        const auto as_float = [](Bf16 b) { return std::bit_cast<float>(std::uint32_t{b} << 16); };
+        std::vector<float> y(N), dx(N);
+        fast::gelu_forward(y.data(), x.data(), N);
+        fast::gelu_backward(dx.data(), x.data(), dy.data(), N, true);
+
+        std::vector<Bf16> y16(N), dx16(N);
+        fast::gelu_forward_bf16(y16.data(), x.data(), N);
+        std::vector<float> dx_fused(N, 7.0f);
+        fast::gelu_backward_bf16(dx_fused.data(), dx16.data(), x.data(), dy.data(), N);
+        CHECK(dx_fused == dx);
+        // the bits of the separate passes: the float results, then round_to_bf16
+        std::vector<Bf16> y16_separate(N), dx16_separate(N);
+        round_to_bf16(y16_separate.data(), y.data(), 1, N, N);
+        round_to_bf16(dx16_separate.data(), dx.data(), 1, N, N);
+        CHECK(y16 == y16_separate);
+        CHECK(dx16 == dx16_separate);
+        // which are the floats rounded to nearest even; a subnormal float (GELU's far left tail)
+        // becomes zero, as the CPU's conversion (AVX512-BF16) treats subnormal inputs
+        std::size_t rounded_away = 0;
+        const auto rounded = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : bf16_rounded(v); };
+        for (std::size_t i = 0; i < N; ++i) {
+          REQUIRE(as_float(y16[i]) == rounded(y[i]));
+          REQUIRE(as_float(dx16[i]) == rounded(dx[i]));
+          rounded_away += as_float(y16[i]) != y[i];
+        }
+        CHECK(rounded_away > N / 2);  // the rounding is real
+        // in place, as the block's backward runs it
+        std::vector<float> inout = dy;
+        std::vector<Bf16> inout16(N);
+        fast::gelu_backward_bf16(inout.data(), inout16.data(), x.data(), inout.data(), N);
+        CHECK(inout == dx);
+        CHECK(inout16 == dx16);
+      }
+    }
+}
+
+TEST_CASE("a bf16 block that keeps only the GELU's rounding computes what the float GELU's rounding gives") {
+  if (bf16_unsupported_reason()) return;
+  const posenc_test::ThreadCounts restore;
+  constexpr std::size_t B = 3, T = 7, D = 16, H = 2, N = B * T;
+  auto table = std::make_shared<ParameterTable>();
+  DecoderBlock<RoPE, D, H> block(*table, 0, T, true, Precision::bf16);
+  ParameterStore<float> store(table);
+  store.initialize(4);
+  const auto inp64 = posenc_test::random_vector(N * D, 5), up64 = posenc_test::random_vector(N * D, 6);
+  const std::vector<float> inp(inp64.begin(), inp64.end()), up(up64.begin(), up64.end());
+  struct Pass {
+    std::vector<float> out, dinp, grads;
+  };
+  // keep_rounded: the training pass's buffers (the GELU's output only rounded, the fused passes);
+  // without: the GELU's output in float, each linear layer rounding its operands itself
+  const auto pass = [&](bool keep_rounded) {
+    BlockActivations<float> act;
+    BlockScratch<float> scratch;
+    act.resize(B, T, D, H, true, keep_rounded);
+    scratch.resize(B, T, D);
+    CHECK(act.fch_gelu.empty() == keep_rounded);
+    Pass result{std::vector<float>(N * D), std::vector<float>(N * D, 0.0f), {}};
+    store.grads.fill(0.0f);
+    block.forward(result.out.data(), inp.data(), act, store, B, T);
+    block.backward(result.dinp.data(), up.data(), inp.data(), act, scratch, store, B, T);
+    result.grads.assign(store.grads.data(), store.grads.data() + store.grads.size());
+    return result;
+  };
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    const Pass fused = pass(true), separate = pass(false);
+    CHECK(fused.out == separate.out);
+    CHECK(fused.dinp == separate.dinp);
+    CHECK(fused.grads == separate.grads);
+  }
 }
 
 TEST_CASE("a bf16 model trains close to its fp32 twin, or refuses to be built with the reason") {

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
+#include <vector>
 
 #include "posenc/kernels/fast_math.hpp"
 #include "posenc/kernels/gelu.hpp"
@@ -102,21 +103,27 @@ using f32x16 = float __attribute__((vector_size(64)));
   gelu_backward_span<f32x16>(dinp, inp, dout, n, overwrite);
 }
 
+// One thread's part of the float GELUs, by the widest vectors the CPU has.
+inline void gelu_forward_part(float* out, const float* inp, std::size_t n) {
+  if (simd::cpu_has_avx512f()) gelu_forward_avx512(out, inp, n);
+  else if (simd::cpu_has_avx2_fma()) gelu_forward_avx2(out, inp, n);
+  else gelu_forward_span<simd::f32x4>(out, inp, n);
+}
+inline void gelu_backward_part(float* dinp, const float* inp, const float* dout, std::size_t n, bool overwrite) {
+  if (simd::cpu_has_avx512f()) gelu_backward_avx512(dinp, inp, dout, n, overwrite);
+  else if (simd::cpu_has_avx2_fma()) gelu_backward_avx2(dinp, inp, dout, n, overwrite);
+  else gelu_backward_span<simd::f32x4>(dinp, inp, dout, n, overwrite);
+}
+
 }  // namespace detail
 
 // out (N), inp (N) — as posenc::gelu_forward; float uses simd::exp_v, double the reference's
 // std::tanh
 template <std::floating_point S>
 void gelu_forward(S* out, const S* inp, std::size_t N) {
-  const bool avx512 = simd::cpu_has_avx512f(), avx2 = simd::cpu_has_avx2_fma();
   parallel_for_chunks(N, [&](std::size_t i0, std::size_t i1) {
-    if constexpr (std::is_same_v<S, float>) {
-      if (avx512) detail::gelu_forward_avx512(out + i0, inp + i0, i1 - i0);
-      else if (avx2) detail::gelu_forward_avx2(out + i0, inp + i0, i1 - i0);
-      else detail::gelu_forward_span<simd::f32x4>(out + i0, inp + i0, i1 - i0);
-    } else {
-      posenc::gelu_forward(out + i0, inp + i0, i1 - i0);
-    }
+    if constexpr (std::is_same_v<S, float>) detail::gelu_forward_part(out + i0, inp + i0, i1 - i0);
+    else posenc::gelu_forward(out + i0, inp + i0, i1 - i0);
   }, 64, 4096);
 }
 
@@ -125,12 +132,9 @@ void gelu_forward(S* out, const S* inp, std::size_t N) {
 // it is written).
 template <std::floating_point S>
 void gelu_backward(S* dinp, const S* inp, const S* dout, std::size_t N, bool overwrite = false) {
-  const bool avx512 = simd::cpu_has_avx512f(), avx2 = simd::cpu_has_avx2_fma();
   parallel_for_chunks(N, [&](std::size_t i0, std::size_t i1) {
     if constexpr (std::is_same_v<S, float>) {
-      if (avx512) detail::gelu_backward_avx512(dinp + i0, inp + i0, dout + i0, i1 - i0, overwrite);
-      else if (avx2) detail::gelu_backward_avx2(dinp + i0, inp + i0, dout + i0, i1 - i0, overwrite);
-      else detail::gelu_backward_span<simd::f32x4>(dinp + i0, inp + i0, dout + i0, i1 - i0, overwrite);
+      detail::gelu_backward_part(dinp + i0, inp + i0, dout + i0, i1 - i0, overwrite);
     } else {
       for (std::size_t i = i0; i < i1; ++i) {  // the reference's arithmetic, element by element
         const S dy = dout[i];
@@ -138,6 +142,47 @@ void gelu_backward(S* dinp, const S* inp, const S* dout, std::size_t N, bool ove
         posenc::gelu_backward(&local, inp + i, &dy, 1);  // local = gelu'(x)·dy
         dinp[i] = overwrite ? local : dinp[i] + local;
       }
+    }
+  }, 64, 4096);
+}
+
+namespace detail {
+
+// What the bf16 GELUs below compute their float results into, a piece of their part at a time, so
+// that the rounding reads them from cache: 128 KB, a few calls of oneDNN's rounding a layer.
+inline constexpr std::size_t gelu_bf16_tile = std::size_t{1} << 15;
+inline std::vector<float>& gelu_bf16_tile_of_this_thread() {
+  thread_local std::vector<float> tile(gelu_bf16_tile);
+  return tile;
+}
+
+}  // namespace detail
+
+// out (N) = gelu(inp) rounded to bfloat16 (to nearest even, as round_to_bf16): the bits of
+// gelu_forward followed by round_to_bf16, without writing or reading the float result in memory —
+// a bf16 layer that reads the GELU's output needs only its rounding.
+inline void gelu_forward_bf16(Bf16* out, const float* inp, std::size_t N) {
+  parallel_for_chunks(N, [&](std::size_t i0, std::size_t i1) {
+    float* tile = detail::gelu_bf16_tile_of_this_thread().data();
+    [[maybe_unused]] const GemmSignalHold signals_held{};  // one hold for the part's roundings
+    for (std::size_t t0 = i0; t0 < i1; t0 += detail::gelu_bf16_tile) {
+      const std::size_t n = std::min(detail::gelu_bf16_tile, i1 - t0);
+      detail::gelu_forward_part(tile, inp + t0, n);
+      round_to_bf16(out + t0, tile, 1, n, n);
+    }
+  }, 64, 4096);
+}
+
+// dinp (N) = gelu'(inp)·dout, written (not added into), and dinp16 (N) its rounding to bfloat16:
+// gelu_backward with overwrite and round_to_bf16 in one pass, for a bf16 layer whose output
+// gradient this is. dinp may be dout itself.
+inline void gelu_backward_bf16(float* dinp, Bf16* dinp16, const float* inp, const float* dout, std::size_t N) {
+  parallel_for_chunks(N, [&](std::size_t i0, std::size_t i1) {
+    [[maybe_unused]] const GemmSignalHold signals_held{};
+    for (std::size_t t0 = i0; t0 < i1; t0 += detail::gelu_bf16_tile) {
+      const std::size_t n = std::min(detail::gelu_bf16_tile, i1 - t0);
+      detail::gelu_backward_part(dinp + t0, inp + t0, dout + t0, n, true);
+      round_to_bf16(dinp16 + t0, dinp + t0, 1, n, n);  // still in cache
     }
   }, 64, 4096);
 }

@@ -39,7 +39,7 @@ struct BlockActivations {
   std::vector<S> atty;                     // (N,D) attention output before c_proj
   std::vector<S> res1;                     // (N,D) input + attention branch
   std::vector<S> ln2, ln2_mean, ln2_rstd;  // (N,D), (N), (N)
-  std::vector<S> fch, fch_gelu;            // (N,4D) before and after GELU
+  std::vector<S> fch, fch_gelu;            // (N,4D) before and after GELU (after: fp32 layers only)
   // (N,7D) with bf16 linear layers: their inputs ln1, atty, ln2 and fch_gelu as the forward
   // rounded them, so the backward need not round them again; empty otherwise
   std::vector<Bf16> rounded;
@@ -54,8 +54,8 @@ struct BlockActivations {
     if (for_backward) {
       lse.resize(B * H * T);
       if (fast::keeps_attention_probabilities<S>(B, H, T)) att.resize(B * H * T * T);
-      fch_gelu.resize(N * 4 * D);
       if (keep_rounded) rounded.resize(N * 7 * D);
+      else fch_gelu.resize(N * 4 * D);  // with bf16 layers, only its rounding is kept
     }
   }
 
@@ -77,6 +77,7 @@ struct BlockScratch {
   std::vector<S> dres1;      // (N,D)
   std::vector<S> small;      // (N,D); first the dropped gradient of the MLP's output, with dropout
   std::vector<S> big;        // (N,4D)
+  std::vector<Bf16> big16;   // (N,4D) with bf16 linear layers: dfch rounded; sized by the backward
   // fast::attention_scratch_size<Hooks>(T, D, H, threads, kept): sized by DecoderBlock::backward,
   // which knows the hooks and the thread count at the moment it runs
   std::vector<S> attention;
@@ -190,11 +191,18 @@ class DecoderBlock {
       fast::linear_forward(act.fch.data(), act.ln2.data(), p[w_.c_fc_w], p[w_.c_fc_b], N, Dim, 4 * Dim, precision_,
                            act.rounded_input(N, ln2_at, Dim));
     });
-    S* gelu = for_backward ? act.fch_gelu.data() : act.fch.data();
-    profiled("forward: gelu", [&] { fast::gelu_forward(gelu, act.fch.data(), N * 4 * Dim); });
-    profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, gelu, p[w_.mlp_proj_w],
-                                               p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_,
-                                               act.rounded_input(N, gelu_at, 4 * Dim)); });
+    if (Bf16* gelu16 = rounded_gelu(act, N); gelu16 != nullptr) {  // only its rounding is read
+      if constexpr (std::is_same_v<S, float>) {
+        profiled("forward: gelu", [&] { fast::gelu_forward_bf16(gelu16, act.fch.data(), N * 4 * Dim); });
+        profiled("forward: linear mlp proj", [&] { fast::linear_forward_rounded(out, gelu16, p[w_.mlp_proj_w],
+                                                   p[w_.mlp_proj_b], N, 4 * Dim, Dim); });
+      }
+    } else {
+      S* gelu = for_backward ? act.fch_gelu.data() : act.fch.data();
+      profiled("forward: gelu", [&] { fast::gelu_forward(gelu, act.fch.data(), N * 4 * Dim); });
+      profiled("forward: linear mlp proj", [&] { fast::linear_forward(out, gelu, p[w_.mlp_proj_w],
+                                                 p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
+    }
     profiled("forward: dropout", [&] { posenc::dropout(out, N * Dim, dropout.at(mlp_output_site), first); });
     profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
   }
@@ -241,11 +249,20 @@ class DecoderBlock {
     profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dmlp,
                                                 act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
                                                 precision_, act.rounded_input(N, gelu_at, 4 * Dim)); });
-    profiled("backward: gelu",
-             [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });  // in place
+    // in place; with bf16 layers rounded in the same pass, for mlp_fc's products
+    Bf16* dfch16 = nullptr;
+    if constexpr (std::is_same_v<S, float>) {
+      if (rounded_gelu(act, N) != nullptr) {
+        if (sc.big16.size() < N * 4 * Dim) sc.big16.resize(N * 4 * Dim);
+        dfch16 = sc.big16.data();
+        profiled("backward: gelu", [&] { fast::gelu_backward_bf16(dfch, dfch16, act.fch.data(), dfch, N * 4 * Dim); });
+      }
+    }
+    if (dfch16 == nullptr)
+      profiled("backward: gelu", [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });
     profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch,
                                               act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_,
-                                              act.rounded_input(N, ln2_at, Dim)); });
+                                              act.rounded_input(N, ln2_at, Dim), dfch16); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
                                           act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
                                           Dim); });
@@ -274,6 +291,15 @@ class DecoderBlock {
                                            act.rounded_input(N, ln1_at, Dim)); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp,
                                           p[w_.ln_1_w], act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim); });
+  }
+
+  // Where a bf16 training pass keeps the GELU's output, rounded, as mlp_proj's input; nullptr when
+  // it keeps none (fp32 layers, or a pass with no backward), and the GELU's output is in float.
+  Bf16* rounded_gelu(Activations& act, std::size_t N) const {
+    return precision_ == Precision::bf16 ? act.rounded_input(N, gelu_at, 4 * Dim) : nullptr;
+  }
+  const Bf16* rounded_gelu(const Activations& act, std::size_t N) const {
+    return precision_ == Precision::bf16 ? act.rounded_input(N, gelu_at, 4 * Dim) : nullptr;
   }
 
   // The same computation as forward for one new position of one sequence, at rotation position

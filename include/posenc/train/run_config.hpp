@@ -102,15 +102,19 @@ struct RunConfig {
 
   // About how many bytes training takes: the batch's logits and tokens, and one chunk of
   // sequences' saved activations (ModelConfig::chunk, 8), where attention's (heads, T, T)
-  // probabilities grow with the square of the context (and bf16 keeps its linear layers' rounded
-  // inputs, 7·D bfloat16 numbers a row and layer). In double, so absurd sizes cannot wrap.
+  // probabilities grow with the square of the context (bf16 keeps its linear layers' rounded
+  // inputs, 7·D bfloat16 numbers a row and layer, instead of the GELU's 4·D float outputs, and
+  // rounds the GELU's gradient into 4·D more, one row for all layers). In double, so absurd sizes
+  // cannot wrap.
   double training_bytes(std::size_t vocab_size) const {
     const double B = static_cast<double>(train.batch), T = static_cast<double>(train.context);
     const double V = static_cast<double>(vocab_size), D = static_cast<double>(dim);
     const double L = static_cast<double>(layers), H = static_cast<double>(heads);
     const double chunk = std::min(B, 8.0);
-    const double per_layer = 16 * D + H * T + (precision == Precision::bf16 ? 3.5 * D : 0);
-    const double floats = B * T * V + chunk * T * (L * per_layer + (L + 1) * D + 3 * V + 6 * D);
+    const bool bf16 = precision == Precision::bf16;
+    const double per_layer = 16 * D + H * T + (bf16 ? 3.5 * D - 4 * D : 0);
+    const double floats =
+        B * T * V + chunk * T * (L * per_layer + (L + 1) * D + 3 * V + 6 * D + (bf16 ? 2 * D : 0));
     // the batch's tokens (inputs, targets and a copy: 3 × 4 bytes), and 16 bytes a token more: the
     // peak memory grew by 18.1 KB a window where this had 17.4 (the study's model, context 64,
     // batch 8 against 8192, 2026-12-05)
