@@ -1,5 +1,5 @@
 // profile_step: where one training step of the study model spends its time, region by region (profiled()).
-//   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16] [--dropout P]
+//   profile_step [--policy rope] [--steps 20] [--warmup 3] [--precision fp32|bf16] [--dropout P] [--chunk 8]
 //   threads from POSENC_NUM_THREADS
 #include <algorithm>
 #include <chrono>
@@ -16,11 +16,12 @@
 namespace {
 
 template <class Policy>
-int run(int steps, int warmup, posenc::Precision precision, double dropout) {
+int run(int steps, int warmup, posenc::Precision precision, double dropout, std::size_t chunk) {
   using namespace posenc;
   StudyTransformer<Policy> model(ModelConfig{.vocab_size = posenc_bench::study_vocab,
                                              .context = posenc_bench::study_context,
                                              .dropout = dropout,
+                                             .chunk = chunk,
                                              .precision = precision});
   if (dropout > 0) model.set_dropout_pass(1);  // masks as a training step's (Trainer sets one per step)
   auto optimizer = AdamW(model);
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   int steps = 20, warmup = 3;
   std::string precision_text = "fp32";
   double dropout = 0;
+  int chunk = 8;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) {
@@ -81,25 +83,28 @@ int main(int argc, char** argv) {
     else if (arg == "--warmup") warmup = std::atoi(argv[++i]);
     else if (arg == "--precision") precision_text = argv[++i];
     else if (arg == "--dropout") dropout = std::atof(argv[++i]);
+    else if (arg == "--chunk") chunk = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr,
-                   "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision, --dropout)\n",
-                   argv[i]);
+      std::fprintf(
+          stderr,
+          "profile_step: unknown option %s (expected --policy, --steps, --warmup, --precision, --dropout, --chunk)\n",
+          argv[i]);
       return 2;
     }
   }
-  if (steps < 1 || warmup < 0 || !(dropout >= 0 && dropout < 1)) {
-    std::fprintf(stderr, "profile_step: --steps must be ≥ 1, --warmup ≥ 0 and --dropout in [0, 1)\n");
+  if (steps < 1 || warmup < 0 || !(dropout >= 0 && dropout < 1) || chunk < 1) {
+    std::fprintf(stderr, "profile_step: --steps and --chunk must be ≥ 1, --warmup ≥ 0 and --dropout in [0, 1)\n");
     return 2;
   }
   try {
     const posenc::Precision precision = posenc::parse_precision(precision_text);
-    if (policy == "nope") return run<posenc::NoPE>(steps, warmup, precision, dropout);
-    if (policy == "learned") return run<posenc::Learned>(steps, warmup, precision, dropout);
-    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup, precision, dropout);
-    if (policy == "rope") return run<posenc::RoPE>(steps, warmup, precision, dropout);
-    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup, precision, dropout);
-    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup, precision, dropout);
+    const auto chunk_size = static_cast<std::size_t>(chunk);
+    if (policy == "nope") return run<posenc::NoPE>(steps, warmup, precision, dropout, chunk_size);
+    if (policy == "learned") return run<posenc::Learned>(steps, warmup, precision, dropout, chunk_size);
+    if (policy == "sinusoidal") return run<posenc::Sinusoidal>(steps, warmup, precision, dropout, chunk_size);
+    if (policy == "rope") return run<posenc::RoPE>(steps, warmup, precision, dropout, chunk_size);
+    if (policy == "alibi") return run<posenc::ALiBi>(steps, warmup, precision, dropout, chunk_size);
+    if (policy == "alibi-single") return run<posenc::ALiBiSingleSlope>(steps, warmup, precision, dropout, chunk_size);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "profile_step: %s\n", e.what());
     return 2;
