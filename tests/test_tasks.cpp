@@ -68,6 +68,13 @@ std::string expected_answer(TaskKind kind, const TaskExample& e) {
       std::reverse(sum.begin(), sum.end());
       return sum;
     }
+    case TaskKind::sort: {  // counted: each letter as often as the prompt holds it, a to z
+      const std::string prompt = s.substr(0, s.find('|'));
+      std::string out;
+      for (char c = 'a'; c <= 'z'; ++c)
+        out.append(static_cast<std::size_t>(std::count(prompt.begin(), prompt.end(), c)), c);
+      return out;
+    }
   }
   return {};
 }
@@ -129,6 +136,15 @@ TEST_CASE("each task's example, by hand: prompt, answer and mask") {
   CHECK(s.text[7] == '=');
   CHECK(answer_of(s) == s.text.substr(8));
   CHECK(answer_of(s) == expected_answer(TaskKind::addition, s));
+
+  const Task sort(TaskKind::sort);
+  const TaskExample o = sort.example(5, Split::train, rng);
+  REQUIRE(o.text.size() == 11);
+  CHECK(o.text[5] == '|');
+  CHECK(o.answer == std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1});
+  CHECK(std::is_sorted(o.text.begin() + 6, o.text.end()));
+  CHECK(std::is_permutation(o.text.begin(), o.text.begin() + 5, o.text.begin() + 6));
+  CHECK(expected_answer(TaskKind::sort, TaskExample{"dbcab|abbcd", {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, 5}) == "abbcd");
 
   const Task passkey(TaskKind::passkey, filler());
   const TaskExample p = passkey.example(40, Split::validation, rng);

@@ -633,7 +633,7 @@ if "$bin" eval --checkpoint task/model.safetensors --task copy --task-lengths 1-
 else
   failed "eval --task: $(head -c 600 task-eval.json; cat task-eval.err task-learned.json task-eval.txt)"
 fi
-expect_error "unknown task" "--task: sorting not in {copy,reverse,associative-recall,passkey,addition}" \
+expect_error "unknown task" "--task: sorting not in {copy,reverse,associative-recall,passkey,addition,sort}" \
   "$bin" train "${small[@]}" --task sorting --out bad-task
 expect_error "bad task lengths" "task lengths '5-2': the first length exceeds the last" \
   "$bin" train "${small[@]}" --task copy --task-lengths 5-2 --out bad-task

@@ -4,7 +4,7 @@
 # to 0.1 after 100 warm-up steps, batch 32, one thread a run; associative recall at lr 1e-3 through a
 # curriculum), then each final model tested at every length to 8 × the longest trained one (100
 # examples a length); the study's summary gives the accuracy by band with paired tests and Holm.
-#   docs/results/tasks/study.sh [TASK ...]   (default: copy reverse addition)
+#   docs/results/tasks/study.sh [TASK ...]   (default: copy reverse addition sort)
 # Environment: B (the programs' folder, default build/release/examples), JOBS (runs at once, 1),
 # POLICIES (default: all twelve), RANDOMIZED=1: the same runs crossed with randomized positions
 # (Ruoss et al. 2023; --grid random_positions=0,N, N 8 × the trained context, the longest tested
@@ -32,13 +32,13 @@ study_name() {
   [ -z "${LR:-}" ] || name+=-lr$LR
   echo "$name"
 }
-[ ${#tasks[@]} -gt 0 ] || tasks=(copy reverse addition)
+[ ${#tasks[@]} -gt 0 ] || tasks=(copy reverse addition sort)
 
 # trained lengths and steps of each task (tested: 8 × the longest trained, the study's default)
 # (passkey: 1-32 characters of text around the key and 6,000 steps, which a pilot of the small
 # RoPE model learned, 0.92-0.98 exact in range; at 1-256 and 3,000 steps it got no key right)
 trained() {
-  case "$1" in copy|reverse) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-32 ;; esac
+  case "$1" in copy|reverse|sort) echo 1-16 ;; associative-recall|addition) echo 1-8 ;; passkey) echo 1-32 ;; esac
 }
 steps() {
   [ -z "${STEPS:-}" ] || { echo "$STEPS"; return; }
@@ -54,9 +54,9 @@ rate() {
 # finds its lookup only from two pairs, results.md; its first stage long enough for the plateau to
 # break, 16,000-30,000 steps in the pilots)
 curriculum() { case "$1" in associative-recall) echo 2:30000,2-4:20000 ;; esac; }
-# randomized positions' range: 8 × the trained context (copy and reverse: 32 inputs, 2 × 16 + 1
+# randomized positions' range: 8 × the trained context (copy, reverse and sort: 32 inputs, 2 × 16 + 1
 # characters less the last), the inputs of the longest tested example
-range() { case "$1" in copy|reverse) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
+range() { case "$1" in copy|reverse|sort) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
 
 # Copies the task's finished records (every tested length evaluated: a record is written before
 # its tests, and one cut off there needs its checkpoint under runs/) into docs/results/tasks/TASK.

@@ -1,4 +1,4 @@
-// Task, TaskData: tasks that need context (copy, reverse, associative recall, passkey, addition) as seeded batches.
+// Task, TaskData: tasks that need context (copy, reverse, recall, passkey, addition, sort) as seeded batches.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +22,7 @@
 
 namespace posenc {
 
-enum class TaskKind { copy, reverse, associative_recall, passkey, addition };
+enum class TaskKind { copy, reverse, associative_recall, passkey, addition, sort };
 
 struct TaskInfo {
   TaskKind kind;
@@ -49,8 +49,12 @@ inline constexpr std::array task_infos{
     TaskInfo{TaskKind::addition, "addition",
              "two n-digit numbers with their digits reversed, 'a+b=', then their n+1-digit sum reversed",
              "digits of each number", false},
+    TaskInfo{TaskKind::sort, "sort",
+             "a random string of a-z, '|', its letters in alphabetical order (the sorting task of Kazemnejad et "
+             "al. and Deletang et al.)",
+             "characters of the string", false},
 };
-static_assert(task_infos.size() == static_cast<std::size_t>(TaskKind::addition) + 1,
+static_assert(task_infos.size() == static_cast<std::size_t>(TaskKind::sort) + 1,
               "task_infos: every TaskKind needs its row");
 static_assert(
     [] {
@@ -305,7 +309,8 @@ class Task {
   static std::size_t sequence_length(TaskKind kind, std::size_t n) {
     switch (kind) {
       case TaskKind::copy:
-      case TaskKind::reverse: return 2 * n + 1;
+      case TaskKind::reverse:
+      case TaskKind::sort: return 2 * n + 1;
       case TaskKind::associative_recall: return 3 * n + 1 + 3 * std::min(n, recall_queries);
       case TaskKind::passkey:
         return n + passkey_needle_start.size() + passkey_digits + passkey_needle_end.size() +
@@ -353,12 +358,14 @@ class Task {
     const auto draw = [&](std::string_view from) { return from[rng.uniform_index(from.size())]; };
     switch (kind_) {
       case TaskKind::copy:
-      case TaskKind::reverse: {
+      case TaskKind::reverse:
+      case TaskKind::sort: {
         std::string s(n, ' ');
         for (char& c : s) c = draw(letters);
         prompt(s);
         prompt("|");
         if (kind_ == TaskKind::reverse) std::reverse(s.begin(), s.end());
+        if (kind_ == TaskKind::sort) std::sort(s.begin(), s.end());
         answer(s);
         break;
       }
@@ -433,7 +440,8 @@ class Task {
     std::string s;
     switch (kind) {
       case TaskKind::copy:
-      case TaskKind::reverse: s = std::string(letters) + "|"; break;
+      case TaskKind::reverse:
+      case TaskKind::sort: s = std::string(letters) + "|"; break;
       case TaskKind::associative_recall: s = std::string(letters) + std::string(digits) + "|"; break;
       case TaskKind::passkey:
         s = std::string(corpus) + std::string(digits) + std::string(passkey_needle_start) +
