@@ -446,7 +446,8 @@ def plot_task_accuracy(summary, study, name="task_accuracy", setting=""):
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("length")
         ax.grid(alpha=0.3)
-        ax.set_title("trained angles" if scaling == "none" else scaling)
+        if len(scalings) > 1:  # a panel per scaling; one panel needs no title
+            ax.set_title("trained angles" if scaling == "none" else scaling)
     axes[0][0].set_ylabel("exact-match accuracy")
     legend_beside(fig, axes)
     fig.suptitle(f"Task {task['task']}: trained on lengths {task['trained_lengths']}, {task['examples']} examples "
