@@ -276,7 +276,8 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 }
 
 // dst (rows, cols) packed = src's rows × cols block (row stride ld), each rounded to bfloat16 (to
-// nearest even): the operands of gemm_bf16.
+// nearest even; a subnormal float becomes zero, as AVX512-BF16's conversion takes it): the operands
+// of gemm_bf16.
 inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols, std::size_t ld) {
   if (rows == 0 || cols == 0) return;
   if (const auto reason = bf16_unsupported_reason()) fail(*reason);
