@@ -51,8 +51,9 @@ rate() {
   case "$1" in associative-recall) echo 1e-3 ;; *) echo 3e-3 ;; esac
 }
 # stages trained before the task's lengths (--task-curriculum; associative recall: the small model
-# finds its lookup only from two pairs, results.md; its first stage long enough for the plateau to
-# break, 16,000-30,000 steps in the pilots)
+# finds its lookup only from two pairs, results.md). Too short as it stands: the two-pair plateau
+# broke anywhere from under 5,000 to past 55,000 steps in later pilots (or not in 60,000), so most
+# runs would leave this first stage on the plateau; to be revised before the study runs.
 curriculum() { case "$1" in associative-recall) echo 2:30000,2-4:20000 ;; esac; }
 # randomized positions' range: 8 × the trained context (copy, reverse and sort: 32 inputs, 2 × 16 + 1
 # characters less the last), the inputs of the longest tested example
