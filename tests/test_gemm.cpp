@@ -369,12 +369,14 @@ TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, at every t
     }
 }
 
-TEST_CASE("a bf16 block that keeps only the GELU's rounding computes what the float GELU's rounding gives") {
+TEMPLATE_LIST_TEST_CASE("a bf16 block that keeps only the GELU's rounding computes what the float GELU's rounding "
+                        "gives",
+                        "", AllPolicies) {
   if (bf16_unsupported_reason()) return;
   const posenc_test::ThreadCounts restore;
   constexpr std::size_t B = 3, T = 7, D = 16, H = 2, N = B * T;
   auto table = std::make_shared<ParameterTable>();
-  DecoderBlock<RoPE, D, H> block(*table, 0, T, true, Precision::bf16);
+  DecoderBlock<TestType, D, H> block(*table, 0, T, true, Precision::bf16);
   ParameterStore<float> store(table);
   store.initialize(4);
   const auto inp64 = posenc_test::random_vector(N * D, 5), up64 = posenc_test::random_vector(N * D, 6);
@@ -399,6 +401,7 @@ TEST_CASE("a bf16 block that keeps only the GELU's rounding computes what the fl
   };
   for (const int threads : {1, 2}) {
     set_num_threads(threads);
+    INFO(TestType::name << ", " << threads << " threads");
     const Pass fused = pass(true), separate = pass(false);
     CHECK(fused.out == separate.out);
     CHECK(fused.dinp == separate.dinp);
