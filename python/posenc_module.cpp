@@ -24,6 +24,7 @@
 #include "../examples/common/corpus.hpp"
 #include "../examples/common/eval_rows.hpp"
 #include "../examples/common/model_sizes.hpp"
+#include "../examples/common/stage_text.hpp"
 #include "../examples/common/stop_signal.hpp"
 #include "../examples/common/rope_options.hpp"
 #include "../examples/common/run_options.hpp"
@@ -326,13 +327,15 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
     };
   const auto eval_dict = [](const posenc::EvalRecord& r) {
     return py::dict(py::arg("step") = r.step, py::arg("train_loss") = r.train_loss, py::arg("val_loss") = r.val_loss,
-                    py::arg("elapsed_seconds") = r.elapsed_seconds, py::arg("tokens_per_second") = r.tokens_per_second);
+                    py::arg("stage_loss") = r.stage_loss ? py::object(py::float_(*r.stage_loss)) : py::object(py::none()),
+                    py::arg("skipped_steps") = r.skipped_steps, py::arg("elapsed_seconds") = r.elapsed_seconds,
+                    py::arg("tokens_per_second") = r.tokens_per_second);
   };
   hooks.callbacks.on_eval = [&on_eval, &eval_dict, in_python](const posenc::EvalRecord& r) {
     in_python([&] {
       if (on_eval.is_none())
         py::print("eval step " + std::to_string(r.step) + ": train loss " + std::to_string(r.train_loss) +
-                  ", val loss " + std::to_string(r.val_loss) + " (estimates)");
+                  ", val loss " + std::to_string(r.val_loss) + examples::stage_text(r) + " (estimates)");
       else
         on_eval(eval_dict(r));
     });

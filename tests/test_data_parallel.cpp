@@ -259,6 +259,31 @@ TEST_CASE("a data-parallel run resumed from rank 0's files continues as one proc
   std::filesystem::remove_all(base);
 }
 
+TEST_CASE("a data-parallel run whose curriculum stage ended at its loss resumes, every process, past the stage") {
+  // the stage ends at step 0 (a mark any model meets); resumed, every process must skip it again
+  using Model = CharTransformer<RoPE, 1, 16, 2, double>;
+  set_num_threads(1);
+  const TaskData data(Task(TaskKind::copy), {1, 3}, std::nullopt, {{{1, 1}, 100, 1e9}});
+  TrainConfig config{.steps = 103, .batch = 4, .context = data.context(), .lr = 3e-3, .eval_every = 3,
+                     .eval_iters = 1, .seed = 4};
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-data-parallel-stage";
+  std::filesystem::remove_all(base);
+  std::vector<std::vector<EvalRecord>> records(2);
+  std::vector<std::int64_t> steps(2);
+  for (std::int64_t total : {103, 106}) {  // 3 steps, then 3 more
+    config.steps = total;
+    run_group(2, [&](ProcessGroup& g) {
+      const auto r = static_cast<std::size_t>(g.rank());
+      Model model(ModelConfig{.vocab_size = data.vocab_size(), .context = config.context, .seed = 5});
+      records[r] = run_training(model, data, config, RunDirectory(base / "group"), total == 106, {}, &g);
+      steps[r] = records[r].back().step;
+    });
+  }
+  CHECK(steps == std::vector<std::int64_t>{6, 6});
+  CHECK(records[1].back().skipped_steps == 100);
+  std::filesystem::remove_all(base);
+}
+
 TEST_CASE("a stop one process asks for during an evaluation stops the group there, and the group resumes it") {
   using Model = CharTransformer<ALiBi, 2, 16, 2, double>;
   set_num_threads(1);

@@ -329,6 +329,27 @@ TEST_CASE("a curriculum: stages read and written back, each step's lengths, and 
     CHECK_THROWS_WITH(parse_task_curriculum(bad), Catch::Contains("task "));
   CHECK_THROWS_WITH(parse_task_curriculum("2:1099511627777"), Catch::Contains("has more than 1099511627776 steps"));
   CHECK_THROWS_WITH(parse_task_curriculum("2:99999999999999999999999"), Catch::Contains("is not LENGTHS:STEPS"));
+  // a stage that may end at a loss: read, written back, and its end as a training run sees it
+  const TaskCurriculum marked = parse_task_curriculum("2:30000@0.05,2-4:20000");
+  CHECK(marked[0] == TaskStage{{2, 2}, 30000, 0.05});
+  CHECK(marked[1] == TaskStage{{2, 4}, 20000});
+  CHECK(to_string(marked) == "2-2:30000@0.05,2-4:20000");
+  CHECK(parse_task_curriculum(to_string(marked)) == marked);
+  CHECK(parse_task_curriculum("1:5@0.1")[0].until_loss == 0.1);  // the shortest text reads back as the same double
+  CHECK(to_string(parse_task_curriculum("1:5@0.1")) == "1-1:5@0.1");
+  const TaskSpec marked_spec{TaskKind::associative_recall, {2, 8}, marked};
+  CHECK(stage_at_step(marked_spec, 0)->end == 30000);
+  CHECK(stage_at_step(marked_spec, 29999)->until_loss == 0.05);
+  CHECK(stage_at_step(marked_spec, 30000)->end == 50000);
+  CHECK_FALSE(stage_at_step(marked_spec, 30000)->until_loss);
+  CHECK_FALSE(stage_at_step(marked_spec, 50000));
+  CHECK_FALSE(TaskData(Task(TaskKind::copy), {1, 4}).stage_at(0));
+  CHECK(TaskData(Task(TaskKind::copy), {1, 4}, std::nullopt, marked_spec.curriculum).stage_at(49999)->end == 50000);
+  for (const char* bad : {"2:5@", "2:5@0", "2:5@-1", "2:5@x", "2:5@nan", "2:5@inf", "2:5@1e999", "2:5@0.1@0.2",
+                          "2@0.1:5", "2:5@ 0.1"})
+    CHECK_THROWS_WITH(parse_task_curriculum(bad), Catch::Contains("task curriculum '"));
+  CHECK_THROWS_WITH(parse_task_curriculum("2:5@-1"),
+                    Catch::Contains("ends at a loss '-1', which is not a number above 0"));
   CHECK_THROWS_WITH(TaskData(Task(TaskKind::copy), {1, 4}, std::nullopt, {{{2, 6}, 5}}),
                     Catch::Contains("stage lengths 2-6 exceed the task lengths 1-4"));
   CHECK_THROWS_WITH(TaskData(Task(TaskKind::associative_recall), {1, 8}, std::nullopt, {{{2, 700}, 5}}),
@@ -469,6 +490,107 @@ TEST_CASE("a run tells its training batches each step before drawing them, so a 
   trainer.run([](const StepReport&) {}, [](const EvalRecord&) {});
   CHECK(data.log == std::vector<std::string>{"step 0", "draw", "draw", "step 1", "draw", "draw", "step 2", "draw",
                                              "draw"});
+}
+
+namespace {
+using StagedModel = CharTransformer<RoPE, 1, 16, 2>;
+
+struct StagedRun {
+  std::vector<EvalRecord> evals;
+  std::vector<StepReport> steps;
+  std::vector<float> parameters;
+};
+
+// A copy model trained on lengths 1-3 after `curriculum`, evaluated every 10 steps.
+StagedRun train_staged(const TaskCurriculum& curriculum, std::int64_t steps) {
+  const TaskData data(Task(TaskKind::copy), {1, 3}, std::nullopt, curriculum);
+  TrainConfig config;
+  config.steps = steps;
+  config.batch = 16;
+  config.context = data.context();
+  config.lr = 1e-2;
+  config.eval_every = 10;
+  config.eval_iters = 2;
+  config.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 2};
+  StagedModel model(data.vocab_size(), data.context(), 1);
+  Trainer<StagedModel> trainer(model, data, config);
+  StagedRun run;
+  trainer.run([&](const StepReport& r) { run.steps.push_back(r); },
+              [&](const EvalRecord& r) { run.evals.push_back(r); });
+  run.parameters.assign(model.parameters().data(), model.parameters().data() + model.parameters().size());
+  return run;
+}
+}  // namespace
+
+TEST_CASE("a stage that ends at a loss ends at the first evaluation below it, and the run skips the steps it leaves") {
+  // without a mark: the stage's loss is estimated inside the stage only, and it falls
+  const StagedRun plain = train_staged({{{1, 1}, 100}}, 130);
+  REQUIRE(plain.evals.size() == 14);
+  for (std::size_t i = 0; i < plain.evals.size(); ++i) {
+    CHECK(plain.evals[i].stage_loss.has_value() == (plain.evals[i].step < 100));
+    CHECK(plain.evals[i].skipped_steps == 0);
+  }
+  REQUIRE(*plain.evals[1].stage_loss < *plain.evals[0].stage_loss);
+  // a mark never reached changes nothing
+  const StagedRun unreached = train_staged({{{1, 1}, 100, 1e-9}}, 130);
+  CHECK(unreached.parameters == plain.parameters);
+  CHECK(unreached.evals.back().skipped_steps == 0);
+  // a mark between the stage's losses at steps 0 and 10: the stage ends at step 10, the run skips
+  // its 90 steps left — 40 steps trained, at the schedule's rates of steps 0-9 and 100-129
+  const double mark = (*plain.evals[0].stage_loss + *plain.evals[1].stage_loss) / 2;
+  const StagedRun ended = train_staged({{{1, 1}, 100, mark}}, 130);
+  REQUIRE(ended.steps.size() == 40);
+  REQUIRE(ended.evals.size() == 5);  // steps 0, 10, 20, 30, 40
+  CHECK(ended.evals[0].skipped_steps == 0);
+  CHECK(ended.evals[1].stage_loss == plain.evals[1].stage_loss);  // the same run until the stage ends
+  CHECK(ended.evals[1].skipped_steps == 90);
+  CHECK_FALSE(ended.evals[2].stage_loss);  // past the stage
+  CHECK(ended.evals.back().step == 40);
+  const LearningRateSchedule cosine{.kind = ScheduleKind::cosine, .warmup_steps = 2};
+  CHECK(ended.steps[9].lr == cosine.at(1e-2, 9, 130));
+  CHECK(ended.steps[10].lr == cosine.at(1e-2, 100, 130));
+  CHECK(ended.steps[39].lr == cosine.at(1e-2, 129, 130));
+  CHECK(ended.steps[10].total == 40);
+  // a mark the step-0 model already meets: nothing of the stage is trained
+  const StagedRun skipped = train_staged({{{1, 1}, 100, 1e9}}, 130);
+  CHECK(skipped.evals[0].skipped_steps == 100);
+  CHECK(skipped.steps.size() == 30);
+}
+
+TEST_CASE("a run whose stage ended at its loss resumes with the steps it skipped, to the uninterrupted run's bits") {
+  const TaskData data(Task(TaskKind::copy), {1, 3}, std::nullopt, {{{1, 1}, 100, 1e9}});
+  TrainConfig config;
+  config.steps = 112;
+  config.batch = 8;
+  config.context = data.context();
+  config.eval_every = 4;
+  config.eval_iters = 1;
+  config.schedule = {.kind = ScheduleKind::cosine, .warmup_steps = 2};
+  const auto base = std::filesystem::temp_directory_path() / "posenc-test-tasks-stage-resume";
+  std::filesystem::remove_all(base);
+  StagedModel whole(data.vocab_size(), data.context(), 1), stopped(data.vocab_size(), data.context(), 1);
+  const auto whole_records = run_training(whole, data, config, RunDirectory(base / "whole"), false);
+  REQUIRE(whole_records.back().step == 12);
+  TrainingCallbacks stop_at_6;
+  std::int64_t steps_seen = 0;
+  stop_at_6.on_step = [&](const StepReport& r) { steps_seen = r.step; };
+  stop_at_6.should_stop = [&] { return steps_seen == 6; };
+  const RunDirectory split(base / "split");
+  CHECK_THROWS_AS(run_training(stopped, data, config, split, false, stop_at_6), Interrupted);
+  CHECK(read_eval_log(split.log()).front().skipped_steps == 100);  // the log keeps what was skipped
+  StagedModel resumed(data.vocab_size(), data.context(), 2);
+  const auto records = run_training(resumed, data, config, split, true);
+  REQUIRE(records.size() == whole_records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CHECK(records[i].step == whole_records[i].step);
+    CHECK(records[i].val_loss == whole_records[i].val_loss);
+    CHECK(records[i].skipped_steps == 100);
+  }
+  const auto parameters = [](const StagedModel& m) {
+    return std::vector<float>(m.parameters().data(), m.parameters().data() + m.parameters().size());
+  };
+  CHECK(parameters(resumed) == parameters(whole));
+  std::filesystem::remove_all(base);
 }
 
 TEST_CASE("training on a task: loss on the answers falls, and the run is the same at 1 and 2 threads") {

@@ -67,7 +67,8 @@ class TaskOptions {
            },
            "LENGTHS:STEPS,...: stages trained before --task-lengths, each its steps on examples of its lengths "
            "(none longer than --task-lengths' longest), e.g. 2:30000,2-4:20000 (associative recall finds its "
-           "lookup at two pairs first) [none]")
+           "lookup at two pairs first); LENGTHS:STEPS@LOSS ends the stage at the first evaluation whose "
+           "validation loss on its examples is below LOSS, skipping the steps it leaves [none]")
         ->needs(task_);
   }
 

@@ -12,6 +12,7 @@
 #include <posenc/train/trainer.hpp>
 
 #include "../common/duration.hpp"
+#include "../common/stage_text.hpp"
 #include "../common/step_rate.hpp"
 
 namespace shakespeare {
@@ -46,8 +47,8 @@ class Progress {
 
   void eval(const posenc::EvalRecord& r) {
     line_break();
-    std::fprintf(out_, "eval step %lld: train loss %.4f, val loss %.4f (estimates)\n",
-                 static_cast<long long>(r.step), r.train_loss, r.val_loss);
+    std::fprintf(out_, "eval step %lld: train loss %.4f, val loss %.4f%s (estimates)\n",
+                 static_cast<long long>(r.step), r.train_loss, r.val_loss, examples::stage_text(r).c_str());
     std::fflush(out_);
   }
 

@@ -16,6 +16,7 @@
 #include <posenc/study/runner.hpp>
 
 #include "../common/duration.hpp"
+#include "../common/stage_text.hpp"
 #include "../common/step_rate.hpp"
 #include "../common/stop_signal.hpp"
 
@@ -61,9 +62,10 @@ class StudyProgress final : public posenc::StudyObserver {
   }
   void eval(std::size_t worker, const posenc::EvalRecord& r) override {
     std::lock_guard lock(mutex_);
-    char text[160];
-    std::snprintf(text, sizeof text, "%s step %lld: train %.4f val %.4f (estimates), ETA %s",
-                  workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss, eta().c_str());
+    char text[320];
+    std::snprintf(text, sizeof text, "%s step %lld: train %.4f val %.4f%s (estimates), ETA %s",
+                  workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss,
+                  examples::stage_text(r).c_str(), eta().c_str());
     line(text);
   }
   // steps_elsewhere: the steps of a run another rank trained, which step() never saw

@@ -40,13 +40,17 @@ def train(out, *, progress=True, on_step=None, on_eval=None, **settings):
                 nonlocal bar
                 if bar is None:
                     bar = tqdm(total=report["total"], initial=report["step"] - 1, unit="step", desc=str(out))
+                bar.total = report["total"]  # fewer steps once a curriculum stage ends early
                 bar.update(report["step"] - bar.n)
                 bar.set_postfix(loss=f"{report['loss']:.4f}", tokens_per_s=f"{report['tokens_per_second']:.0f}")
 
             if on_eval is None:
                 def on_eval(record):
+                    stage = "" if record["stage_loss"] is None else f", stage {record['stage_loss']:.4f}"
+                    if record["skipped_steps"]:
+                        stage += f", {record['skipped_steps']} steps skipped"
                     line = (f"eval step {record['step']}: train loss {record['train_loss']:.4f}, "
-                            f"val loss {record['val_loss']:.4f} (estimates)")
+                            f"val loss {record['val_loss']:.4f}{stage} (estimates)")
                     (bar.write if bar is not None else print)(line)
     try:
         return _posenc.train(out, on_step=on_step, on_eval=on_eval, **settings)

@@ -609,6 +609,16 @@ if "$bin" train "${small[@]}" --batch 8 --task copy --task-lengths 1-4 --task-cu
 else
   failed "train --task-curriculum: $(tail -3 task-staged.log; tail -3 task-staged-resume.log)"
 fi
+# a stage that ends at a loss: its loss in the evaluation lines until it ends, then the steps skipped
+if "$bin" train "${small[@]}" --batch 8 --task copy --task-lengths 1-4 --task-curriculum 2:50@1e9 --steps 60 \
+     --out task-marked > task-marked.log 2>&1 &&
+   grep -q "eval step 0: .*, stage [0-9.]*, 50 steps skipped (estimates)" task-marked.log &&
+   grep -q "eval step 10: .*, 50 steps skipped (estimates)" task-marked.log &&
+   ! grep -q "eval step 20" task-marked.log; then
+  pass "train --task-curriculum L:S@LOSS ends the stage at the loss and trains the steps after it"
+else
+  failed "train --task-curriculum L:S@LOSS: $(tail -5 task-marked.log)"
+fi
 expect_error "a malformed curriculum" "stage '2' is not LENGTHS:STEPS" \
   "$bin" train "${small[@]}" --task copy --task-lengths 1-4 --task-curriculum 2 --out bad-task
 expect_error "a curriculum stage longer than the task lengths" "stage lengths 1-6 exceed the task lengths 1-4" \

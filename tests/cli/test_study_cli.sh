@@ -203,6 +203,17 @@ if "$bin" --task copy --task-lengths 1-3 --variants rope --seeds 1 --steps 30 --
 else
   failed "study --task-curriculum: $(tail -5 task-staged.log; head -c 600 task-staged/summary.md)"
 fi
+# a stage that ends at a loss (one any model meets): the run skips it, its record and summary say so
+if "$bin" --task copy --task-lengths 1-3 --variants rope --seeds 1 --steps 110 --extended-steps 0 --eval-every 5 \
+     --eval-iters 2 --layers 2 --dim 64 --heads 4 --batch 8 --task-examples 5 --task-curriculum 1:100@1e9 \
+     --out task-marked > task-marked.log 2>&1 &&
+   grep -q "step 0: train .* stage .*, 100 steps skipped" task-marked.log &&
+   grep -q "Ended early: rope seed 1 at step 0. Never (every stage took all its steps): none." task-marked/summary.md &&
+   python3 -c 'import json,sys; r=json.load(open("task-marked/records/rope-seed1-steps110.json")); s=json.load(open("task-marked/summary.json")); sys.exit(0 if r["curve"][-1]["step"]==10 and r["curve"][0]["skipped_steps"]==100 and s["task"]["stage_ends"]==[{"variant":"rope","seed":1,"step":0}] else 1)'; then
+  pass "study --task-curriculum with a stage that ends at a loss skips its steps and says so in records and summary"
+else
+  failed "study --task-curriculum L:S@LOSS: $(tail -5 task-marked.log; head -c 900 task-marked/summary.md)"
+fi
 expect_error "a curriculum as long as the runs" "its 30 steps leave none of the run's 30" \
   "$bin" "${task_design[@]}" --task-curriculum 1:30 --out bad-task
 expect_error "--task-test-lengths without --task" "--task-test-lengths requires --task" \

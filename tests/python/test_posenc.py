@@ -287,6 +287,12 @@ def test_the_programs_task_and_rope_options_by_their_cli_names(threads, shakespe
                    check=True, capture_output=True)
     assert ((tmp_path / "py-staged" / "model.safetensors").read_bytes() ==
             (tmp_path / "cli-staged" / "model.safetensors").read_bytes())
+    # a stage that ends at a loss (one any model meets): skipped at the first evaluation, and said so
+    marked = posenc.train(str(tmp_path / "py-marked"), steps=25, task="copy", task_lengths="1-4",
+                          task_curriculum="2:20@1e9", on_eval=lambda r: None, **small)
+    first, last = marked["records"][0], marked["records"][-1]
+    assert first["stage_loss"] is not None and first["skipped_steps"] == 20
+    assert last["stage_loss"] is None and last["step"] == 5 and last["skipped_steps"] == 20
     yarn = posenc.train(str(tmp_path / "yarn"), steps=2, data=str(corpus), rope_scaling="yarn", rope_factor=4,
                         yarn_beta_fast=16, on_eval=lambda r: None, **SMALL)
     assert yarn["config"]["rope"] == {"method": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 1.0}

@@ -65,11 +65,23 @@ class BatchStream {
   virtual void at_step(std::int64_t /*step*/) {}
 };
 
+// The curriculum stage a training step falls in: the step of the run's schedule it ends at and,
+// when it may end early, the validation loss on its examples below which it does — at the first
+// evaluation that measures one, the run then skipping to the stage's end, so the steps and the
+// learning rate after it are those of a run whose stage took every step (Trainer).
+struct TrainingStage {
+  std::int64_t end = 0;
+  std::optional<double> until_loss;
+};
+
 // What a training run learns from: a corpus's windows (TextDataset) or a task's examples
 // (TaskData), in the symbols of one tokenizer.
 class TrainingData {
  public:
   virtual ~TrainingData() = default;
+  // The curriculum stage of a step of the run's schedule (a task's), none outside one; a stream
+  // told that step (BatchStream::at_step) draws the stage's examples.
+  virtual std::optional<TrainingStage> stage_at(std::int64_t /*step*/) const { return std::nullopt; }
   virtual const Tokenizer& tokenizer() const = 0;
   std::size_t vocab_size() const { return tokenizer().vocab_size(); }
   // A stream of `batch` sequences of at most `context` inputs each from `split`, seeded by `seed`.

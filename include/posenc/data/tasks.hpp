@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -162,10 +163,13 @@ inline std::vector<std::size_t> default_test_lengths(const TaskLengths& trained)
   return lengths;
 }
 
-// A stage of a curriculum: `steps` steps on examples of `lengths`.
+// A stage of a curriculum: `steps` steps on examples of `lengths`; with `until_loss`, at most that
+// many: it ends at the first evaluation whose validation loss on the stage's examples is below it,
+// and the run skips the steps it leaves (see TrainingStage).
 struct TaskStage {
   TaskLengths lengths;
   std::size_t steps = 0;
+  std::optional<double> until_loss = {};
   bool operator==(const TaskStage&) const = default;
 };
 
@@ -179,7 +183,8 @@ inline std::size_t curriculum_steps(const TaskCurriculum& curriculum) {
   return steps;
 }
 
-// "L:S,L:S,..." (L as parse_task_lengths reads it, S whole steps from 1), e.g. "2:30000,2-4:20000"; "" is none.
+// "L:S,L:S@X,..." (L as parse_task_lengths reads it, S whole steps from 1, X a loss above 0 the stage
+// may end at), e.g. "2:30000,2-4:20000" or "2:80000@0.05,2-4:20000"; "" is none.
 inline TaskCurriculum parse_task_curriculum(std::string_view text) {
   constexpr std::size_t max_steps = std::size_t{1} << 40;  // as a run's --steps
   TaskCurriculum curriculum;
@@ -187,15 +192,29 @@ inline TaskCurriculum parse_task_curriculum(std::string_view text) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string_view stage = text.substr(start, comma - start);
     const std::size_t colon = stage.find(':');
+    const std::size_t at = std::min(stage.find('@'), stage.size());
     std::size_t steps = 0;
-    const std::string_view count = colon == std::string_view::npos ? std::string_view() : stage.substr(colon + 1);
+    const std::string_view count =
+        colon == std::string_view::npos || colon > at ? std::string_view() : stage.substr(colon + 1, at - colon - 1);
     const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), steps);
     if (count.empty() || error != std::errc() || end != count.data() + count.size() || steps == 0)
       fail("task curriculum '", text, "': stage '", stage,
-           "' is not LENGTHS:STEPS (lengths A-B or N, steps a whole number from 1), e.g. 2:30000,2-4:20000");
+           "' is not LENGTHS:STEPS or LENGTHS:STEPS@LOSS (lengths A-B or N, steps a whole number from 1), e.g. "
+           "2:30000,2-4:20000");
     if (steps > max_steps)
       fail("task curriculum '", text, "': stage '", stage, "' has more than ", max_steps, " steps");
-    curriculum.push_back({parse_task_lengths(stage.substr(0, colon)), steps});
+    std::optional<double> until_loss;
+    if (at < stage.size()) {
+      const std::string_view loss = stage.substr(at + 1);
+      double value = 0;
+      const auto [loss_end, loss_error] = std::from_chars(loss.data(), loss.data() + loss.size(), value);
+      if (loss.empty() || loss_error != std::errc() || loss_end != loss.data() + loss.size() || !(value > 0) ||
+          !std::isfinite(value))
+        fail("task curriculum '", text, "': stage '", stage, "' ends at a loss '", loss,
+             "', which is not a number above 0 (e.g. 2:80000@0.05)");
+      until_loss = value;
+    }
+    curriculum.push_back({parse_task_lengths(stage.substr(0, colon)), steps, until_loss});
     start = comma + 1;
     if (comma + 1 == text.size()) fail("task curriculum '", text, "': ends in a comma");
   }
@@ -209,6 +228,12 @@ inline std::string to_string(const TaskCurriculum& curriculum) {
     text += to_string(stage.lengths);
     text += ':';
     text += std::to_string(stage.steps);
+    if (stage.until_loss) {
+      std::array<char, 32> digits{};  // the shortest text that reads back as the same double
+      const auto written = std::to_chars(digits.data(), digits.data() + digits.size(), *stage.until_loss);
+      text += '@';
+      text.append(digits.data(), written.ptr);
+    }
   }
   return text;
 }
@@ -231,13 +256,25 @@ inline std::string to_string(const TaskSpec& spec) {
   return text;
 }
 
-// The lengths of the examples of a run's step `step` (from 0): its curriculum's stage, then its lengths.
+// The lengths of the examples of a run's step `step` (from 0, of its schedule: a stage ended early
+// skips the steps it left): its curriculum's stage, then its lengths.
 inline TaskLengths lengths_at_step(const TaskSpec& spec, std::size_t step) {
   for (const TaskStage& stage : spec.curriculum) {
     if (step < stage.steps) return stage.lengths;
     step -= stage.steps;
   }
   return spec.lengths;
+}
+
+// The curriculum stage of a run's step `step` (of its schedule), as a training run needs it; none
+// past the stages.
+inline std::optional<TrainingStage> stage_at_step(const TaskSpec& spec, std::size_t step) {
+  std::size_t end = 0;
+  for (const TaskStage& stage : spec.curriculum) {
+    end += stage.steps;
+    if (step < end) return TrainingStage{static_cast<std::int64_t>(end), stage.until_loss};
+  }
+  return std::nullopt;
 }
 
 // Throws posenc::Error if a stage's examples are longer than the lengths' longest (which sets the
@@ -537,6 +574,9 @@ class TaskData final : public TrainingData {
   const Tokenizer& tokenizer() const override { return tokenizer_; }
   // The inputs of the longest example: the context a model needs to train on the range.
   std::size_t context() const { return task_context(spec_); }
+  std::optional<TrainingStage> stage_at(std::int64_t step) const override {
+    return stage_at_step(spec_, static_cast<std::size_t>(step));
+  }
 
   std::unique_ptr<BatchStream> batches(Split split, std::size_t batch, std::size_t context,
                                        std::uint64_t seed) const override {

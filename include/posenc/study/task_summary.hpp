@@ -78,6 +78,14 @@ struct TaskPairComparison {
   std::string note = {};              // why there is no test
 };
 
+// A run of a curriculum with a stage that may end at a loss: the step (trained) of its first early
+// end, none when every stage took all its steps (the stage's loss never fell below its mark).
+struct TaskStageEnd {
+  std::string variant;
+  std::uint64_t seed = 0;
+  std::optional<std::int64_t> step = {};
+};
+
 struct TaskSummary {
   TaskSpec trained;
   std::vector<std::size_t> tested;
@@ -87,6 +95,7 @@ struct TaskSummary {
   std::vector<TaskLengthCell> lengths = {};   // by model (variant, then scaling), then length
   std::vector<TaskBandCell> band_cells = {};  // by model, then band
   std::vector<TaskPairComparison> pairs = {};  // by band, then pair
+  std::vector<TaskStageEnd> stage_ends = {};   // by variant, then seed; only for such a curriculum
 };
 
 namespace detail {
@@ -97,6 +106,11 @@ inline std::optional<double> design_accuracy(const nlohmann::json* entry, const 
     return std::nullopt;
   return entry->at("accuracy").get<double>();
 }
+
+inline bool has_stage_ending_at_loss(const TaskSpec& spec) {
+  return std::any_of(spec.curriculum.begin(), spec.curriculum.end(),
+                     [](const TaskStage& stage) { return stage.until_loss.has_value(); });
+}
 }  // namespace detail
 
 // The summary of a task study (design.run.task set) from the base run find(variant, seed) returns
@@ -105,6 +119,18 @@ template <class FindRun>
 TaskSummary summarize_task(const StudyDesign& d, FindRun find) {
   TaskSummary s{*d.run.task, tested_task_lengths(d), d.task_examples, d.task_seed};
   s.bands = length_bands(s.trained.lengths.max, s.tested);
+  if (detail::has_stage_ending_at_loss(s.trained))
+    for (const std::string& v : d.variants)
+      for (std::uint64_t seed : d.seeds)
+        if (const RunRecord* r = find(v, seed)) {
+          TaskStageEnd end{.variant = v, .seed = seed};
+          for (const EvalRecord& e : r->curve)
+            if (e.skipped_steps != 0) {
+              end.step = e.step;
+              break;
+            }
+          s.stage_ends.push_back(std::move(end));
+        }
   for (const std::string& v : d.variants)
     for (const EvaluatedModel& model : evaluated_models(d, v)) {
       const std::string label = model.scaling_label();
@@ -208,6 +234,14 @@ inline nlohmann::json task_summary_json(const TaskSummary& s) {
                       {"tested_lengths", length_list_text(s.tested)}, {"examples", s.examples}, {"seed", s.seed},
                       {"bands", bands}, {"lengths", lengths}, {"band_cells", band_cells}, {"pairs", pairs}};
   if (!s.trained.curriculum.empty()) j["curriculum"] = to_string(s.trained.curriculum);  // absent: none
+  if (detail::has_stage_ending_at_loss(s.trained)) {
+    nlohmann::json ends = nlohmann::json::array();
+    for (const TaskStageEnd& e : s.stage_ends)
+      ends.push_back({{"variant", e.variant},
+                      {"seed", e.seed},
+                      {"step", e.step ? nlohmann::json(*e.step) : nlohmann::json(nullptr)}});
+    j["stage_ends"] = ends;  // null step: no stage ended early
+  }
   return j;
 }
 
@@ -255,6 +289,18 @@ inline std::string task_summary_markdown(const TaskSummary& s, const StudyDesign
   if (!s.trained.curriculum.empty())
     md << "Each run first trained through the curriculum " << to_string(s.trained.curriculum)
        << " (lengths:steps, stage by stage), then on lengths " << to_string(s.trained.lengths) << ".\n\n";
+  if (detail::has_stage_ending_at_loss(s.trained)) {
+    std::string ended, never;
+    for (const TaskStageEnd& e : s.stage_ends) {
+      const std::string run = e.variant + " seed " + std::to_string(e.seed);
+      if (e.step) ended += (ended.empty() ? "" : ", ") + run + " at step " + std::to_string(*e.step);
+      else never += (never.empty() ? "" : ", ") + run;
+    }
+    md << "A stage written LENGTHS:STEPS@LOSS ends at the first evaluation whose validation loss on its examples is "
+          "below LOSS, and the run skips the steps it leaves. Ended early: "
+       << (ended.empty() ? "none" : ended) << ". Never (every stage took all its steps): "
+       << (never.empty() ? "none" : never) << ".\n\n";
+  }
   md << info.summary << "; a length counts " << info.length << ". Every model answers " << s.examples
      << " examples of each tested length (" << length_list_text(s.tested) << "), drawn from seed " << s.seed
      << ", each length its own stream. Accuracy is exact match: every answer character the model's most likely one, "

@@ -30,6 +30,12 @@ struct EvalRecord {
   double val_loss = 0;
   double elapsed_seconds = 0;    // wall time since the run began, evaluations included
   double tokens_per_second = 0;  // training throughput, evaluations excluded
+  // Inside a curriculum stage: the validation loss on the stage's examples (train and val are on
+  // the lengths the run is trained for).
+  std::optional<double> stage_loss = {};
+  // The schedule's steps skipped so far, this evaluation's skip included: stages that ended early
+  // (TrainingStage) left them; the schedule's step is step + skipped_steps.
+  std::int64_t skipped_steps = 0;
 };
 
 struct StepReport {
@@ -63,6 +69,10 @@ class Trainer {
         group_(group != nullptr && group->size() > 1 ? group : nullptr) {}
 
   std::int64_t step() const { return optimizer_.steps(); }
+  // The step of the run's schedule — its learning rate, its curriculum's stage, its end: step()
+  // plus the steps skipped by stages that ended early.
+  std::int64_t schedule_step() const { return step() + skipped_; }
+  std::int64_t skipped_steps() const { return skipped_; }
   const TrainConfig& config() const { return config_; }
   AdamW<S>& optimizer() { return optimizer_; }
   BatchStream& sampler() { return *sampler_; }
@@ -75,6 +85,8 @@ class Trainer {
   // The step of a restored run's latest evaluation, so run() does not repeat it (a run stopped
   // during an evaluation was saved at a step it has not evaluated: run() evaluates it first).
   void set_last_evaluated_step(std::int64_t step) { last_evaluated_ = step; }
+  // The steps a restored run had skipped (its latest evaluation's skipped_steps).
+  void set_skipped_steps(std::int64_t skipped) { skipped_ = skipped; }
   double elapsed_seconds() const { return previous_elapsed_ + since(start_); }
   double train_seconds() const { return previous_train_ + train_seconds_; }
   double tokens_per_second() const {
@@ -82,28 +94,34 @@ class Trainer {
     return t > 0 ? static_cast<double>(step()) * tokens_per_step() / t : 0.0;
   }
 
-  // Estimated train and val loss at the current step. Each estimate's sampler is seeded from the
-  // run's seed and the step, so a resumed run evaluates exactly as an uninterrupted one.
-  // should_stop is asked before every batch (EvaluationStopped).
+  // Estimated train and val loss at the current step, and inside a curriculum stage the
+  // validation loss on the stage's examples. Each estimate's sampler is seeded from the run's seed
+  // and the step, so a resumed run evaluates exactly as an uninterrupted one. should_stop is asked
+  // before every batch (EvaluationStopped).
   EvalRecord evaluate(const StopCheck& should_stop = {}) {
     const auto s = static_cast<std::uint64_t>(step());
     const std::uint64_t mix = 0x9E3779B97F4A7C15ULL;
     EvalRecord r;
     r.step = step();
-    const auto estimate = [&](Split split, std::uint64_t seed) {
+    r.skipped_steps = skipped_;
+    const auto estimate = [&](Split split, std::uint64_t seed, std::optional<std::int64_t> stage_step) {
       const auto batches = data_.batches(split, config_.batch, config_.context, seed);
+      if (stage_step) batches->at_step(*stage_step);
       return estimate_loss(model_, *batches, config_.eval_iters, group_, should_stop);
     };
-    r.train_loss = estimate(Split::train, config_.seed ^ (mix * (2 * s + 1)));
-    r.val_loss = estimate(Split::validation, config_.seed ^ (mix * (2 * s + 2)));
+    r.train_loss = estimate(Split::train, config_.seed ^ (mix * (2 * s + 1)), std::nullopt);
+    r.val_loss = estimate(Split::validation, config_.seed ^ (mix * (2 * s + 2)), std::nullopt);
+    if (data_.stage_at(schedule_step()))
+      r.stage_loss = estimate(Split::validation, config_.seed ^ (0xC2B2AE3D27D4EB4FULL * (s + 1)), schedule_step());
     r.elapsed_seconds = elapsed_seconds();
     r.tokens_per_second = tokens_per_second();
     return r;
   }
 
-  // Trains from step() up to config().steps. on_step(StepReport) follows every step;
-  // on_eval(EvalRecord) follows an evaluation at step 0, every eval_every steps and at the last
-  // step (one a restored run made is not repeated). should_stop() is asked after every step,
+  // Trains from step() until the schedule's step reaches config().steps (fewer steps when a
+  // curriculum stage ended early). on_step(StepReport) follows every step; on_eval(EvalRecord)
+  // follows an evaluation at step 0, every eval_every steps and at the last step (one a restored
+  // run made is not repeated). should_stop() is asked after every step,
   // between a step's accumulated micro-batches and before every batch of an evaluation, and may end
   // the run early there — a stopped step or evaluation is abandoned (the sampler back where the
   // step began), to be made when the run resumes; a process group stops when any of its processes
@@ -117,7 +135,8 @@ class Trainer {
     };
     const auto evaluated = [&] {  // false: stopped during the evaluation
       try {
-        const EvalRecord r = evaluate(stop_check);
+        EvalRecord r = evaluate(stop_check);
+        end_stage_early(r);
         last_evaluated_ = r.step;
         on_eval(r);
         return true;
@@ -125,16 +144,16 @@ class Trainer {
         return false;
       }
     };
-    if (evaluates_at(step()) && last_evaluated_ != step() && !evaluated()) return false;
-    while (step() < config_.steps) {
+    if (evaluates_now() && last_evaluated_ != step() && !evaluated()) return false;
+    while (schedule_step() < config_.steps) {
       const auto t0 = Clock::now();
       const std::optional<StepReport> report = train_one_step(group_stop_check);
       train_seconds_ += since(t0);
       if (!report) return false;
       on_step(StepReport{report->step, report->total, report->loss, report->lr, report->grad_norm, elapsed_seconds(),
                          tokens_per_second()});
-      if (evaluates_at(step()) && !evaluated()) return false;
-      if (group_stop_check() && step() < config_.steps) return false;
+      if (evaluates_now() && !evaluated()) return false;
+      if (group_stop_check() && schedule_step() < config_.steps) return false;
     }
     return true;
   }
@@ -148,7 +167,15 @@ class Trainer {
   static double since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
-  bool evaluates_at(std::int64_t step) const { return step % config_.eval_every == 0 || step == config_.steps; }
+  // every eval_every steps trained, and at the schedule's end
+  bool evaluates_now() const { return step() % config_.eval_every == 0 || schedule_step() == config_.steps; }
+  // A stage with a loss to end at, reached: the run skips to the stage's end (see TrainingStage).
+  void end_stage_early(EvalRecord& r) {
+    const std::optional<TrainingStage> stage = data_.stage_at(schedule_step());
+    if (!stage || !stage->until_loss || !r.stage_loss || !(*r.stage_loss < *stage->until_loss)) return;
+    skipped_ += stage->end - schedule_step();
+    r.skipped_steps = skipped_;
+  }
   double tokens_per_step() const { return static_cast<double>(config_.windows_per_step() * config_.context); }
 
   // The gradient of the step's batches (this process's shard of each), scaled by `weight`: the
@@ -167,7 +194,7 @@ class Trainer {
     // the dropout masks of the run's seed and this step, whatever model (and initialisation seed)
     // resumed it
     const std::uint64_t pass = DropoutMask::mix(config_.seed + DropoutMask::mix(static_cast<std::uint64_t>(step())));
-    sampler_->at_step(step());
+    sampler_->at_step(schedule_step());
     const std::string sampler_at_start = config_.grad_accum > 1 ? sampler_->rng().state() : std::string();
     for (std::size_t k = 0; k < config_.grad_accum; ++k) {
       if (k > 0 && should_stop()) {  // a long accumulation must not outlast a stop request
@@ -222,11 +249,11 @@ class Trainer {
     POSENC_PROFILE_SCOPE("optimizer: adamw");
     r.grad_norm = config_.max_grad_norm ? clip_grad_norm(model_.store().grads, *config_.max_grad_norm)
                                         : gradient_norm(model_.store().grads);
-    r.lr = config_.schedule.at(config_.lr, step(), config_.steps);
+    r.lr = config_.schedule.at(config_.lr, schedule_step(), config_.steps);
     optimizer_.set_learning_rate(r.lr);
     optimizer_.step(model_.store());
     r.step = step();
-    r.total = config_.steps;
+    r.total = config_.steps - skipped_;
     return r;
   }
 
@@ -250,6 +277,7 @@ class Trainer {
   Clock::time_point start_ = Clock::now();
   double previous_elapsed_ = 0, previous_train_ = 0, train_seconds_ = 0;
   std::int64_t last_evaluated_ = -1;
+  std::int64_t skipped_ = 0;  // the schedule's steps stages that ended early left
 };
 
 }  // namespace posenc

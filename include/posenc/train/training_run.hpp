@@ -100,17 +100,22 @@ class RunDirectory {
 };
 
 inline nlohmann::json to_json(const EvalRecord& r) {
-  return {{"step", r.step},
-          {"train_loss", r.train_loss},
-          {"val_loss", r.val_loss},
-          {"elapsed_seconds", r.elapsed_seconds},
-          {"tokens_per_second", r.tokens_per_second}};
+  nlohmann::json j = {{"step", r.step},
+                      {"train_loss", r.train_loss},
+                      {"val_loss", r.val_loss},
+                      {"elapsed_seconds", r.elapsed_seconds},
+                      {"tokens_per_second", r.tokens_per_second}};
+  if (r.stage_loss) j["stage_loss"] = *r.stage_loss;              // absent: outside a curriculum stage
+  if (r.skipped_steps != 0) j["skipped_steps"] = r.skipped_steps;  // absent: none
+  return j;
 }
 
 inline EvalRecord eval_record_from_json(const nlohmann::json& j) {
-  return EvalRecord{j.at("step").get<std::int64_t>(), j.at("train_loss").get<double>(),
-                    j.at("val_loss").get<double>(), j.at("elapsed_seconds").get<double>(),
-                    j.at("tokens_per_second").get<double>()};
+  EvalRecord r{j.at("step").get<std::int64_t>(), j.at("train_loss").get<double>(), j.at("val_loss").get<double>(),
+               j.at("elapsed_seconds").get<double>(), j.at("tokens_per_second").get<double>()};
+  if (j.contains("stage_loss")) r.stage_loss = j.at("stage_loss").get<double>();
+  r.skipped_steps = j.value("skipped_steps", std::int64_t{0});
+  return r;
 }
 
 // The records of a run's log; a malformed line is an error naming the file and line.
@@ -193,7 +198,7 @@ void restore_saved_state(const RunDirectory& run, Model& model, AdamW<S>& optimi
 // Rank 0's restored training state, copied to the other processes of a data-parallel group.
 template <class Model, class S>
 void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer, std::string& sampler_state,
-                          double& elapsed, double& train, std::int64_t& last_evaluated) {
+                          double& elapsed, double& train, std::int64_t& last_evaluated, std::int64_t& skipped) {
   auto& values = model.store().values;
   group.broadcast(values.data(), values.size() * sizeof(S));
   group.broadcast(optimizer.first_moment().data(), optimizer.first_moment().size() * sizeof(S));
@@ -205,6 +210,7 @@ void share_restored_state(ProcessGroup& group, Model& model, AdamW<S>& optimizer
   group.broadcast_value(elapsed);
   group.broadcast_value(train);
   group.broadcast_value(last_evaluated);
+  group.broadcast_value(skipped);
 }
 }  // namespace detail
 
@@ -253,6 +259,7 @@ std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, con
     std::string sampler_state;
     double elapsed = 0, train = 0;
     std::int64_t last_evaluated = -1;
+    std::int64_t skipped = 0;  // by curriculum stages that ended early: the latest evaluation says
     std::string refusal;
     if (writes) {
       try {
@@ -264,14 +271,19 @@ std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, con
       if (refusal.empty())
         for (const EvalRecord& r : read_eval_log(run.log()))
           if (r.step <= step) records.push_back(r);  // drop records written after the saved state
-      if (!records.empty()) last_evaluated = records.back().step;
+      if (!records.empty()) {
+        last_evaluated = records.back().step;
+        skipped = records.back().skipped_steps;
+      }
       if (last_evaluated != step) stopped_at = step;
     }
     if (shared) group->broadcast(refusal);
     if (!refusal.empty()) fail(refusal);
     if (shared)
-      detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train, last_evaluated);
+      detail::share_restored_state(*group, model, trainer.optimizer(), sampler_state, elapsed, train, last_evaluated,
+                                   skipped);
     trainer.set_last_evaluated_step(last_evaluated);  // a stop during an evaluation left it to make
+    trainer.set_skipped_steps(skipped);
     trainer.sampler().rng().set_state(sampler_state);
     trainer.set_previous_time(elapsed, train);
   }
