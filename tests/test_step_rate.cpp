@@ -1,10 +1,11 @@
-// Tests of the example programs' StepRate and eta_seconds: the ETA of the study and of shakespeare train.
+// Tests of the example programs' StepRate, eta_seconds and the study's steps left: the ETAs of study and train.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <optional>
 
 #include "../examples/common/step_rate.hpp"
+#include "../examples/study/progress.hpp"
 
 using examples::eta_seconds;
 using examples::StepRate;
@@ -46,4 +47,25 @@ TEST_CASE("eta_seconds: none for the first steps, then the recent rate, else the
   CHECK(*eta_seconds(20, 100, 40.0, 0.5) == Approx(50.0));  // the recent rate wins
   CHECK(*eta_seconds(20, 100, 40.0, std::nullopt) == Approx(200.0));  // 2 s a step on average
   CHECK(*eta_seconds(20, -5, 40.0, 0.5) == 0.0);  // past the planned steps: nothing left
+}
+
+TEST_CASE("the study's ETA counts out the steps a curriculum stage skipped, once, a resumed run's too") {
+  study::StudyProgress progress(2, 0, 300, false);  // two runs of 150 steps
+  progress.started(0, "a");
+  progress.step(0, posenc::StepReport{.step = 1, .total = 150});
+  CHECK(progress.steps_left() == 299);
+  posenc::EvalRecord r{.step = 1, .skipped_steps = 100};  // its stage ended at step 1
+  progress.eval(0, r);
+  CHECK(progress.steps_left() == 199);
+  r.step = 2;
+  progress.eval(0, r);  // the same skip again: counted once
+  CHECK(progress.steps_left() == 199);
+  progress.started(1, "b");  // a resumed run whose stage ended before it stopped
+  r.step = 40;
+  progress.eval(1, r);
+  CHECK(progress.steps_left() == 99);
+  study::StudyProgress without_eta(1, 0, 0, false);  // 0: no ETA, nothing to count
+  without_eta.started(0, "a");
+  without_eta.eval(0, r);
+  CHECK(without_eta.steps_left() == 0);
 }

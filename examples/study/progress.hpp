@@ -37,11 +37,16 @@ class StudyProgress final : public posenc::StudyObserver {
   }
 
   bool stop_requested() override { return examples::stop_requested(); }
+  // The steps the ETA counts on: those to train less those trained since the start.
+  std::int64_t steps_left() const {
+    std::lock_guard lock(mutex_);
+    return remaining_steps_ - steps_done_;
+  }
 
   void started(std::size_t worker, const std::string& id) override {
     std::lock_guard lock(mutex_);
     if (workers_.size() <= worker) workers_.resize(worker + 1);
-    workers_[worker] = {id, 0, 0};
+    workers_[worker] = {id, 0, 0, 0};
     line("start " + id);
   }
   void step(std::size_t worker, const posenc::StepReport& r) override {
@@ -62,6 +67,11 @@ class StudyProgress final : public posenc::StudyObserver {
   }
   void eval(std::size_t worker, const posenc::EvalRecord& r) override {
     std::lock_guard lock(mutex_);
+    // a curriculum stage that ended early: its skipped steps will not be trained (a resumed run's
+    // earlier skips come with its first evaluation here, as they were counted to train)
+    Worker& w = workers_[worker];
+    if (remaining_steps_ != 0) remaining_steps_ -= r.skipped_steps - w.skipped;
+    w.skipped = r.skipped_steps;
     char text[320];
     std::snprintf(text, sizeof text, "%s step %lld: train %.4f val %.4f%s (estimates), ETA %s",
                   workers_[worker].id.c_str(), static_cast<long long>(r.step), r.train_loss, r.val_loss,
@@ -84,6 +94,7 @@ class StudyProgress final : public posenc::StudyObserver {
   struct Worker {
     std::string id;
     std::int64_t step = 0, total = 0;
+    std::int64_t skipped = 0;  // the steps its run's curriculum skipped, as its evaluations said
   };
   double seconds_since_start() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   // At the recent rate of the steps trained here; at the average since the start when there is
@@ -100,7 +111,7 @@ class StudyProgress final : public posenc::StudyObserver {
     std::printf("%s%s\n", prefix_.c_str(), text.c_str());
     std::fflush(stdout);
   }
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::size_t total_, done_;
   std::int64_t remaining_steps_, steps_done_ = 0;
   std::string prefix_;
