@@ -351,8 +351,9 @@ py::dict train(const std::string& out, const std::optional<std::string>& policy,
     py::gil_scoped_release unlocked;
     result = examples::run_train(std::move(options), out, steps.value_or(0), nullptr, hooks);
   }
-  if (result.interrupted_at) {
-    const std::string message = "interrupted at step " + std::to_string(*result.interrupted_at) +
+  if (result.interrupted) {
+    const std::string message = "interrupted at step " + std::to_string(result.interrupted->step()) + " of " +
+                                std::to_string(result.interrupted->total()) +
                                 "; the run is saved: posenc.train('" + result.out + "', resume=True) continues it";
     PyErr_SetString(PyExc_KeyboardInterrupt, message.c_str());
     throw py::error_already_set();

@@ -576,7 +576,14 @@ TEST_CASE("a run whose stage ended at its loss resumes with the steps it skipped
   stop_at_6.on_step = [&](const StepReport& r) { steps_seen = r.step; };
   stop_at_6.should_stop = [&] { return steps_seen == 6; };
   const RunDirectory split(base / "split");
-  CHECK_THROWS_AS(run_training(stopped, data, config, split, false, stop_at_6), Interrupted);
+  try {
+    run_training(stopped, data, config, split, false, stop_at_6);
+    FAIL("the run was not interrupted");
+  } catch (const Interrupted& e) {
+    CHECK(e.step() == 6);
+    CHECK(e.total() == 12);  // the steps the run trains, not its schedule's 112
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("step 6 of 12"));
+  }
   CHECK(read_eval_log(split.log()).front().skipped_steps == 100);  // the log keeps what was skipped
   StagedModel resumed(data.vocab_size(), data.context(), 2);
   const auto records = run_training(resumed, data, config, split, true);

@@ -39,7 +39,7 @@ struct TrainResult {
   std::string out;                             // the run directory
   posenc::RunConfig config;                    // as config.json records it
   std::vector<posenc::EvalRecord> records;     // every evaluation; empty when a stop was asked
-  std::optional<std::int64_t> interrupted_at;  // the step saved when a stop was asked
+  std::optional<posenc::Interrupted> interrupted;  // when a stop was asked: the step saved, of how many
   std::optional<double> val_bytes_per_target;  // a corpus's (bits per byte); none for a task
   std::string final_model;                     // its model.safetensors
 };
@@ -81,7 +81,7 @@ inline void take_from_source(TrainOptions& options, const std::function<bool(con
 // With a process group (mpirun -np N), training is data-parallel: rank 0 reads and writes the run
 // directory and reports; every rank reads the corpus. A bad setting, corpus or run folder throws
 // posenc::Error before anything is written; a stop asked through the callbacks returns the step
-// it saved (interrupted_at).
+// it saved (interrupted).
 inline TrainResult run_train(TrainOptions options, const std::string& out_given, std::int64_t steps_given,
                              posenc::ProcessGroup* group, const TrainHooks& hooks) {
   const bool root = group == nullptr || group->is_root();
@@ -243,7 +243,7 @@ inline TrainResult run_train(TrainOptions options, const std::string& out_given,
   try {
     result.records = model->train(data, config.train, run, options.resume, hooks.callbacks, group);
   } catch (const posenc::Interrupted& stopped) {
-    result.interrupted_at = stopped.step();
+    result.interrupted = stopped;
   }
   return result;
 }

@@ -104,17 +104,18 @@ int train(TrainOptions options, const std::string& out_given, std::int64_t steps
   hooks.callbacks.should_stop = examples::stop_requested;
   examples::stop_on_signals();
   const examples::TrainResult result = examples::run_train(std::move(options), out_given, steps_given, group, hooks);
-  if (!root) return result.interrupted_at ? 130 : 0;
+  if (!root) return result.interrupted ? 130 : 0;
   progress.line_break();
-  if (result.interrupted_at) {
+  if (result.interrupted) {
     // a fixed thread count again, or the resumed run does not repeat the uninterrupted one bit for bit
     const std::string threads =
         posenc::adaptive_thread_ceiling() ? "" : " --threads " + std::to_string(posenc::num_threads());
-    std::fprintf(stderr, "interrupted at step %lld of %lld; the run is saved: continue it with\n"
+    std::fprintf(stderr,
+                 "interrupted at step %lld of %lld; the run is saved: continue it with\n"
                  "  %s train --resume --out %s%s\n",
-                 static_cast<long long>(*result.interrupted_at), static_cast<long long>(result.config.train.steps),
-                 examples::shell_quote(program_name).c_str(), examples::shell_quote(result.out).c_str(),
-                 threads.c_str());
+                 static_cast<long long>(result.interrupted->step()),
+                 static_cast<long long>(result.interrupted->total()), examples::shell_quote(program_name).c_str(),
+                 examples::shell_quote(result.out).c_str(), threads.c_str());
     return 130;
   }
   const posenc::EvalRecord& last = result.records.back();

@@ -147,12 +147,19 @@ struct TrainingCallbacks {
 // state after `step`, and --resume (resume = true) continues it as if it had never stopped.
 class Interrupted : public Error {
  public:
-  explicit Interrupted(std::int64_t step)
-      : Error("training stopped at step " + std::to_string(step) + " on request, its state saved"), step_(step) {}
+  // step: the steps trained; total: the steps the whole run trains (its schedule's, less those a
+  // curriculum stage that ended at its loss skipped)
+  Interrupted(std::int64_t step, std::int64_t total)
+      : Error("training stopped at step " + std::to_string(step) + " of " + std::to_string(total) +
+              " on request, its state saved"),
+        step_(step),
+        total_(total) {}
   std::int64_t step() const { return step_; }
+  std::int64_t total() const { return total_; }
 
  private:
   std::int64_t step_;
+  std::int64_t total_;
 };
 
 namespace detail {
@@ -318,7 +325,7 @@ std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, con
       save_state(step);
       stopped_at = step;
     }
-    throw Interrupted(step);
+    throw Interrupted(step, config.steps - trainer.skipped_steps());
   }
   if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed, training);
   return records;
