@@ -63,8 +63,12 @@ curriculum() { case "$1" in associative-recall) echo 2:100000@0.05,2-4:15000 ;; 
 # schedule, about the 1-8 stage)
 schedule() { case "$1" in associative-recall) echo wsd ;; *) echo cosine ;; esac; }
 # randomized positions' range: 8 × the trained context (copy, reverse and sort: 32 inputs, 2 × 16 + 1
-# characters less the last), the inputs of the longest tested example
-range() { case "$1" in copy|reverse|sort) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; esac; }
+# characters less the last), the inputs of the longest tested example; passkey: the inputs of the
+# longest tested example (256 characters of text and the 81 of key and question, less the last), as
+# 8 × its trained context (896) would spread 6,000 steps' positions over nearly three times as many
+range() {
+  case "$1" in copy|reverse|sort) echo 256 ;; associative-recall) echo 288 ;; addition) echo 208 ;; passkey) echo 336 ;; esac
+}
 
 # Copies the task's finished records (every tested length evaluated: a record is written before
 # its tests, and one cut off there needs its checkpoint under runs/) into docs/results/tasks/TASK.
