@@ -36,12 +36,12 @@ struct TrainHooks {
 };
 
 struct TrainResult {
-  std::string out;                             // the run directory
-  posenc::RunConfig config;                    // as config.json records it
-  std::vector<posenc::EvalRecord> records;     // every evaluation; empty when a stop was asked
+  std::string out;                                 // the run directory
+  posenc::RunConfig config;                        // as config.json records it
+  std::vector<posenc::EvalRecord> records;         // every evaluation; empty when a stop was asked
   std::optional<posenc::Interrupted> interrupted;  // when a stop was asked: the step saved, of how many
-  std::optional<double> val_bytes_per_target;  // a corpus's (bits per byte); none for a task
-  std::string final_model;                     // its model.safetensors
+  std::optional<double> val_bytes_per_target;      // a corpus's (bits per byte); none for a task
+  std::string final_model;                         // its model.safetensors
 };
 
 // --init-from: the run's policy, size, weight tying and RoPE settings are the source checkpoint's
