@@ -37,10 +37,11 @@ void rotate_head(const Hooks& hooks, S* q, S* k, std::size_t ld, std::size_t T) 
 }
 
 // q and k were rotated in place by the forward pass  →  rotate their gradients back and add them:
-// dq, dk (T rows, row stride ld) += unrotate(gq), unrotate_key(gk); gq, gk (T, hd) are turned in place.
+// dq, dk (T rows, row stride ld) += unrotate(gq), unrotate_key(gk), or with overwrite = what they
+// hold (which then need not be zeroed first); gq, gk (T, hd) are turned in place.
 template <class Hooks, class S>
 void add_unrotated_qk_gradients(const Hooks& hooks, S* dq, S* dk, std::size_t ld, S* gq, S* gk,
-                                std::size_t T, std::size_t hd) {
+                                std::size_t T, std::size_t hd, bool overwrite = false) {
   for (std::size_t t = 0; t < T; ++t) {
     S* rq = gq + t * hd;
     S* rk = gk + t * hd;
@@ -48,9 +49,14 @@ void add_unrotated_qk_gradients(const Hooks& hooks, S* dq, S* dk, std::size_t ld
     unrotate_key(hooks, rk, t);
     S* outq = dq + t * ld;
     S* outk = dk + t * ld;
-    for (std::size_t d = 0; d < hd; ++d) {
-      outq[d] += rq[d];
-      outk[d] += rk[d];
+    if (overwrite) {
+      std::copy(rq, rq + hd, outq);
+      std::copy(rk, rk + hd, outk);
+    } else {
+      for (std::size_t d = 0; d < hd; ++d) {
+        outq[d] += rq[d];
+        outk[d] += rk[d];
+      }
     }
   }
 }

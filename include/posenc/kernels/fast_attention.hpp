@@ -248,9 +248,14 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
     S* gk = Hooks::rotates_qk ? tiles.gk : dk;
     const std::size_t ldg = Hooks::rotates_qk ? hd : C3;
     if constexpr (Hooks::rotates_qk) std::fill(tiles.gq, tiles.gq + 2 * T * hd, S(0));
+    // dq and dk of rotated q and k are written once at the end (add_unrotated_qk_gradients), so
+    // only what the products add into is zeroed
     if (overwrite)
-      for (std::size_t t = 0; t < T; ++t)
-        for (S* g : {dq + t * C3, dk + t * C3, dv + t * C3}) std::fill(g, g + hd, S(0));
+      for (std::size_t t = 0; t < T; ++t) {
+        if constexpr (!Hooks::rotates_qk)
+          for (S* g : {dq + t * C3, dk + t * C3}) std::fill(g, g + hd, S(0));
+        std::fill(dv + t * C3, dv + t * C3 + hd, S(0));
+      }
     for (std::size_t i0 = 0; i0 < T; i0 += attention_block) {
       const std::size_t rows = std::min(attention_block, T - i0);
       const std::size_t keys = causal ? i0 + rows : T;
@@ -295,7 +300,8 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
         gemm<S>(true, false, cols, hd, rows, scale, tiles.grads, ld, q + i0 * C3, C3, S(1), gk + j0 * ldg, ldg);
       }
     }
-    if constexpr (Hooks::rotates_qk) add_unrotated_qk_gradients(hooks, dq, dk, C3, tiles.gq, tiles.gk, T, hd);
+    if constexpr (Hooks::rotates_qk)
+      add_unrotated_qk_gradients(hooks, dq, dk, C3, tiles.gq, tiles.gk, T, hd, overwrite);
   };
   // A thread's bias sums must cover the same items on every run (a fixed partition), or the sums
   // round differently from run to run; without bias parameters items are handed out as threads free up.
