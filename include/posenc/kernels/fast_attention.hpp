@@ -209,14 +209,14 @@ void attention_forward(S* out, S* lse, S* att, S* qkv, std::size_t B, std::size_
 // thread writes only its own head's columns, zeroing first those its products add into); dout
 // (B,T,C); qkv, out, lse and att as fast::attention_forward left them (att null when it kept no
 // probabilities; then each tile's probabilities are recomputed from lse); scratch of
-// fast::attention_scratch_size<Hooks, S>(T, C, H, max_parallel_threads(), att != nullptr) scalars. The softmax's
-// backward takes Σ_j p_ij·dp_ij as dy_i·y_i (FlashAttention's D, which holds with dropout too). Hooks with bias
-// parameters get bias_backward once per (head, query) row, with the row's gradient summed over the batch, after the
-// parallel part.
+// fast::attention_scratch_size<Hooks, S>(T, C, H, max_parallel_threads(), att != nullptr)
+// scalars. The softmax's backward takes Σ_j p_ij·dp_ij as dy_i·y_i (FlashAttention's D, which
+// holds with dropout too). Hooks with bias parameters get bias_backward once per (head, query)
+// row, with the row's gradient summed over the batch, after the parallel part.
 template <std::floating_point S, class Hooks>
 void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const S* out, const S* lse, const S* att,
-                        std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks, bool causal = true,
-                        bool overwrite = false, const AttentionDropout& dropout = {}) {
+                        std::size_t B, std::size_t T, std::size_t C, std::size_t H, Hooks& hooks,
+                        bool causal = true, bool overwrite = false, const AttentionDropout& dropout = {}) {
   using Tiles = detail::AttentionTiles<Hooks, S>;
   const bool kept = att != nullptr;
   const std::size_t ld = detail::tile_stride(T, kept);

@@ -73,6 +73,8 @@ class Trainer {
   // plus the steps skipped by stages that ended early.
   std::int64_t schedule_step() const { return step() + skipped_; }
   std::int64_t skipped_steps() const { return skipped_; }
+  // The steps the run trains in all: the schedule's, less those skipped.
+  std::int64_t steps_to_train() const { return config_.steps - skipped_; }
   const TrainConfig& config() const { return config_; }
   AdamW<S>& optimizer() { return optimizer_; }
   BatchStream& sampler() { return *sampler_; }
@@ -253,7 +255,7 @@ class Trainer {
     optimizer_.set_learning_rate(r.lr);
     optimizer_.step(model_.store());
     r.step = step();
-    r.total = config_.steps - skipped_;
+    r.total = steps_to_train();
     return r;
   }
 

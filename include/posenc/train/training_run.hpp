@@ -325,7 +325,7 @@ std::vector<EvalRecord> run_training(Model& model, const TrainingData& data, con
       save_state(step);
       stopped_at = step;
     }
-    throw Interrupted(step, config.steps - trainer.skipped_steps());
+    throw Interrupted(step, trainer.steps_to_train());
   }
   if (writes) save_checkpoint(run.final_model(), model, data.tokenizer(), trainer.step(), config.seed, training);
   return records;
