@@ -99,6 +99,14 @@ for task in "${tasks[@]}"; do
   mkdir -p "$out/records"
   committed=("$keep"/records/*.json)
   [ ${#committed[@]} -eq 0 ] || cp -n "${committed[@]}" "$out/records/"
+  # randomized: point 0 is the study without them, run for run (trained again, the 36 of sort and
+  # the first 11 of passkey equal its committed records to the bit), so its committed records are
+  # taken as they are, naming the checkpoints they were trained into, instead of training them twice
+  if [ "${RANDOMIZED:-0}" = 1 ]; then
+    for record in "docs/results/tasks/$(RANDOMIZED=0 study_name "$task")"/records/*.json; do
+      cp -n "$record" "$out/records/$(basename "$record" .json)-random_positions-0.json"
+    done
+  fi
   [ "$task" = passkey ] && extra+=(--data data/tinyshakespeare/input.txt --task-examples 20)
   [ -z "$(curriculum "$task")" ] || extra+=(--task-curriculum "$(curriculum "$task")")
   nice -n 19 "$B/study" --task "$task" --task-lengths "$(trained "$task")" --variants "$policies" --seeds 1,2,3 \
