@@ -2,7 +2,7 @@
 """Causal attention per positional encoding: time, ratio to NoPE, RoPE against ALiBi, the heap's peak.
 
     python3 bench/attention_table.py [--build build/release] [--lengths 128,256,512] [--repetitions 5]
-                                     [--policies nope,rope,alibi,...] [--tiled | --reference] [--eval]
+                                     [--policies nope,rope,alibi,...] [--tiled | --bf16 | --reference] [--eval]
 
 Runs build/release/bench/bench_attention (cmake --preset release && cmake --build --preset release
 --target bench_attention) and prints one Markdown table per sequence length T: each policy's
@@ -10,7 +10,8 @@ fastest repetition, its ratio to NoPE's, its rate in GFLOP/s of the causal work,
 that same fastest time, and the heap's peak while the benchmark ran (its inputs and outputs and
 what the kernel allocates; bench_attention counts it). Forward + backward at the study model's
 shape, batch B = 32, H = 4 heads of dimension 48, keeping the probabilities for the backward as
-training does (--tiled: recomputing them, memory linear in T, to T = 2048); with --eval the
+training does (--tiled: recomputing them, memory linear in T, to T = 2048; --bf16: a bf16 training
+pass's kernel, its products in bfloat16, on CPUs with AVX512-BF16 or AMX); with --eval the
 forward alone, as an evaluation runs it, at B = 1 and T = 512, 2048 and 8192. Threads: POSENC_NUM_THREADS, else every core.
 Nothing here asserts a speed.
 """
@@ -42,22 +43,27 @@ def main():
     kinds = parser.add_mutually_exclusive_group()
     kinds.add_argument("--reference", action="store_true", help="time the reference kernels (T ≤ 256) instead of the fast ones")
     kinds.add_argument("--tiled", action="store_true", help="the fast kernels recomputing the probabilities in tiles")
+    kinds.add_argument("--bf16", action="store_true", help="a bf16 training pass's kernel (products in bfloat16)")
     parser.add_argument("--eval", action="store_true", help="the forward alone, as an evaluation runs it (B = 1)")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bench/bench_attention")
     if not os.path.exists(binary):
         sys.exit(f"attention_table.py: {binary} is missing; build it with cmake --preset release && "
                  "cmake --build --preset release --target bench_attention")
-    if args.eval and args.tiled:
-        sys.exit("attention_table.py: --eval times the fast forward, which keeps nothing and runs in tiles; drop --tiled")
+    if args.eval and (args.tiled or args.bf16):
+        sys.exit("attention_table.py: --eval times the fast forward, which keeps nothing and runs in tiles; "
+                 "drop --tiled and --bf16")
     default_lengths = "512,2048,8192" if args.eval else "128,512,2048" if args.tiled else "128,256,512"
     lengths = [int(t) for t in (args.lengths or default_lengths).split(",")]
-    kind = "reference" if args.reference else "tiled" if args.tiled else "fast"
+    kind = "reference" if args.reference else "tiled" if args.tiled else "bf16" if args.bf16 else "fast"
     family = "attention-eval" if args.eval else "attention"
     batch, products = (EVAL_BATCH, 2) if args.eval else (TRAIN_BATCH, 6)
     listed = subprocess.run([binary, "--benchmark_list_tests=true", f"--benchmark_filter=^{family}/{kind}/"],
                             check=True, text=True, capture_output=True).stdout.split()
     known = list(dict.fromkeys(name.split("/")[2] for name in listed))  # registry order, once each
+    if not known:
+        sys.exit(f"attention_table.py: bench_attention has no {family}/{kind} benchmarks"
+                 + (" (bf16 needs oneDNN and a CPU with AVX512-BF16 or AMX)" if kind == "bf16" else ""))
     policies = args.policies.split(",") if args.policies else known
     unknown = [p for p in policies if p not in known]
     if unknown:

@@ -94,8 +94,9 @@ class PolicyAttention {
 
 // How a benchmark runs attention: posenc's kernels keeping the (B,H,T,T) probabilities for the
 // backward (as a training pass does within fast::attention_probability_budget), posenc's kernels
-// recomputing them in tiles (memory linear in T), or the reference kernels.
-enum class Kernel { kept, tiled, reference };
+// recomputing them in tiles (memory linear in T), the kept kernels of a bf16 training pass
+// (products in bfloat16, fast::attention_forward_bf16), or the reference kernels.
+enum class Kernel { kept, tiled, bf16, reference };
 
 template <class Policy, Kernel kernel>
 void attention_fwd_bwd(benchmark::State& state) {
@@ -116,7 +117,11 @@ void attention_fwd_bwd(benchmark::State& state) {
   for (auto _ : state) {
     std::copy(qkv0.begin(), qkv0.end(), qkv.begin());  // forward rotates q and k in place
     std::fill(dqkv.begin(), dqkv.end(), 0.0f);
-    if constexpr (kernel != Kernel::reference) {
+    if constexpr (kernel == Kernel::bf16) {
+      fast::attention_forward_bf16(out.data(), lse.data(), probabilities, qkv.data(), B, T, C, H, hooks);
+      fast::attention_backward_bf16(dqkv.data(), scratch.data(), dout.data(), qkv.data(), out.data(), probabilities,
+                                    B, T, C, H, hooks);
+    } else if constexpr (kernel != Kernel::reference) {
       fast::attention_forward(out.data(), lse.data(), probabilities, qkv.data(), B, T, C, H, hooks);
       fast::attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), out.data(), lse.data(),
                                probabilities, B, T, C, H, hooks);
@@ -187,6 +192,10 @@ void register_every_policy() {
     benchmark::RegisterBenchmark(("attention/fast/" + std::string(P::name)).c_str(),
                                  attention_fwd_bwd<P, Kernel::kept>)
         ->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (!bf16_unsupported_reason())
+      benchmark::RegisterBenchmark(("attention/bf16/" + std::string(P::name)).c_str(),
+                                   attention_fwd_bwd<P, Kernel::bf16>)
+          ->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
     // the kept probabilities at 2048 would be 2 GB
     benchmark::RegisterBenchmark(("attention/tiled/" + std::string(P::name)).c_str(),
                                  attention_fwd_bwd<P, Kernel::tiled>)

@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <span>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -407,6 +410,193 @@ TEMPLATE_LIST_TEST_CASE("a bf16 block that keeps only the GELU's rounding comput
     CHECK(fused.dinp == separate.dinp);
     CHECK(fused.grads == separate.grads);
   }
+}
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  const auto v = posenc_test::random_vector(n, seed);
+  return {v.begin(), v.end()};
+}
+
+// ‖a − b‖ / ‖b‖: one rounding that lands the other way moves it by far less than bf16's 2⁻⁹
+double relative_error(const std::vector<float>& a, const std::vector<double>& b) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  return relative_error(a, std::vector<double>(b.begin(), b.end()));
+}
+
+// One policy's bf16 attention (fast::attention_forward_bf16 / backward_bf16) against a direct
+// computation in double from its operands rounded to bfloat16, and against the fp32 kernel.
+template <class Hooks>
+void check_bf16_attention(Hooks hooks, std::span<float> grads, std::size_t T, bool causal) {
+  const std::size_t B = 3, H = 2, C = 8, hd = C / H, C3 = 3 * C;
+  const double scale = 1 / std::sqrt(double(hd));
+  const auto qkv = random_floats(B * T * C3, 50), dout = random_floats(B * T * C, 51);
+  const auto dqkv_start = random_floats(B * T * C3, 52);
+  const std::vector<float> grads_before(grads.begin(), grads.end());
+  struct Result {
+    std::vector<float> qkv, out, lse, att, dqkv, dbias;
+  };
+  const auto run = [&](bool bf16, const fast::AttentionDropout& dropout = {}) {
+    Result r{qkv, std::vector<float>(B * T * C), std::vector<float>(B * H * T), std::vector<float>(B * H * T * T, -7),
+             dqkv_start, {}};
+    std::vector<float> scratch(fast::attention_scratch_size<Hooks, float>(T, C, H, max_parallel_threads(), true));
+    std::copy(grads_before.begin(), grads_before.end(), grads.begin());
+    if (bf16) {
+      fast::attention_forward_bf16(r.out.data(), r.lse.data(), r.att.data(), r.qkv.data(), B, T, C, H, hooks, causal,
+                                   dropout);
+      fast::attention_backward_bf16(r.dqkv.data(), scratch.data(), dout.data(), r.qkv.data(), r.out.data(),
+                                    r.att.data(), B, T, C, H, hooks, causal, false, dropout);
+    } else {
+      fast::attention_forward(r.out.data(), r.lse.data(), r.att.data(), r.qkv.data(), B, T, C, H, hooks, causal,
+                              dropout);
+      fast::attention_backward(r.dqkv.data(), scratch.data(), dout.data(), r.qkv.data(), r.out.data(), r.lse.data(),
+                               r.att.data(), B, T, C, H, hooks, causal, false, dropout);
+    }
+    for (std::size_t i = 0; i < grads.size(); ++i) r.dbias.push_back(grads[i] - grads_before[i]);
+    return r;
+  };
+  const Result fp32 = run(false), got = run(true);
+  CHECK(got.qkv == fp32.qkv);  // q and k rotated in place alike, in float
+  const auto at = [&](std::size_t b, std::size_t t, std::size_t col) { return (b * T + t) * C3 + col; };
+  const auto r16 = [](float x) { return double(bf16_rounded(x)); };
+  // the forward: probabilities from s = scale·r(q)·r(k) + bias, y = r(p)·r(v) from the kernel's p
+  std::vector<double> att(got.att.size()), out(got.out.size()), lse(got.lse.size());
+  std::vector<float> row(T);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < T; ++i) {
+        const std::size_t n = causal ? i + 1 : T, e = ((b * H + h) * T + i) * T;
+        for (std::size_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (std::size_t d = 0; d < hd; ++d)
+            sum += r16(got.qkv[at(b, i, h * hd + d)]) * r16(got.qkv[at(b, j, C + h * hd + d)]);
+          row[j] = float(scale * sum);
+        }
+        if constexpr (Hooks::biases_scores) hooks.add_bias(row.data(), h, i, 0, n);
+        const double m = *std::max_element(row.begin(), row.begin() + std::ptrdiff_t(n));
+        double z = 0;
+        for (std::size_t j = 0; j < n; ++j) z += std::exp(row[j] - m);
+        for (std::size_t j = 0; j < n; ++j) att[e + j] = std::exp(row[j] - m) / z;
+        lse[(b * H + h) * T + i] = m + std::log(z);
+        for (std::size_t d = 0; d < hd; ++d) {
+          double y = 0;
+          for (std::size_t j = 0; j < n; ++j) y += r16(got.att[e + j]) * r16(got.qkv[at(b, j, 2 * C + h * hd + d)]);
+          out[(b * T + i) * C + h * hd + d] = y;
+        }
+      }
+  CHECK(relative_error(got.att, att) < 1e-5);
+  CHECK(relative_error(got.lse, lse) < 1e-6);
+  CHECK(relative_error(got.out, out) < 1e-6);
+  CHECK(relative_error(fp32.out, out) > 1e-4);  // the fp32 kernel's output is not this arithmetic
+  // the backward from the kernel's p and y: dp = r(dy)·r(v), dv = r(p)ᵀ·r(dy), ds = p ⊙ (dp − dy·y),
+  // dq = scale·r(ds)·r(k), dk = scale·r(ds)ᵀ·r(q), the last two turned back for rotations
+  std::vector<float> dqkv = dqkv_start;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      std::vector<float> ds(T * T, 0.0f), gq(T * hd), gk(T * hd);
+      for (std::size_t i = 0; i < T; ++i) {
+        const std::size_t n = causal ? i + 1 : T, e = ((b * H + h) * T + i) * T;
+        double dy_y = 0;
+        for (std::size_t d = 0; d < hd; ++d)
+          dy_y += double(dout[(b * T + i) * C + h * hd + d]) * got.out[(b * T + i) * C + h * hd + d];
+        for (std::size_t j = 0; j < n; ++j) {
+          double dp = 0;
+          for (std::size_t d = 0; d < hd; ++d)
+            dp += r16(dout[(b * T + i) * C + h * hd + d]) * r16(got.qkv[at(b, j, 2 * C + h * hd + d)]);
+          ds[i * T + j] = float(got.att[e + j] * (dp - dy_y));
+        }
+      }
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t d = 0; d < hd; ++d) {
+          double dv = 0, dq = 0, dk = 0;
+          for (std::size_t u = 0; u < T; ++u) {
+            dv += r16(got.att[((b * H + h) * T + u) * T + t]) * r16(dout[(b * T + u) * C + h * hd + d]);
+            dq += r16(ds[t * T + u]) * r16(got.qkv[at(b, u, C + h * hd + d)]);
+            dk += r16(ds[u * T + t]) * r16(got.qkv[at(b, u, h * hd + d)]);
+          }
+          dqkv[at(b, t, 2 * C + h * hd + d)] += float(dv);
+          gq[t * hd + d] = float(scale * dq);
+          gk[t * hd + d] = float(scale * dk);
+        }
+      float* dq = dqkv.data() + at(b, 0, h * hd);
+      if constexpr (Hooks::rotates_qk) {
+        add_unrotated_qk_gradients(hooks, dq, dq + C, C3, gq.data(), gk.data(), T, hd);
+      } else {
+        for (std::size_t t = 0; t < T; ++t)
+          for (std::size_t d = 0; d < hd; ++d) {
+            dq[t * C3 + d] += gq[t * hd + d];
+            dq[t * C3 + C + d] += gk[t * hd + d];
+          }
+      }
+    }
+  // as gradients (less dqkv's start): near the direct sums, farther from the fp32 kernel's
+  const auto less_start = [&](const std::vector<float>& d) {
+    std::vector<float> g(d.size());
+    for (std::size_t i = 0; i < d.size(); ++i) g[i] = d[i] - dqkv_start[i];
+    return g;
+  };
+  const std::vector<float> expected = less_start(dqkv);
+  CHECK(relative_error(less_start(got.dqkv), expected) < 1e-4);
+  CHECK(relative_error(less_start(fp32.dqkv), expected) > 2e-4);
+  CHECK(relative_error(less_start(fp32.dqkv), expected) < 3e-2);
+  if constexpr (Hooks::has_bias_parameters) {  // reached, and near the fp32 kernel's sums
+    CHECK(relative_error(got.dbias, fp32.dbias) < 3e-2);
+    CHECK(std::any_of(got.dbias.begin(), got.dbias.end(), [](float g) { return std::abs(g) > 1e-3f; }));
+  }
+  // the same bits at every thread count (the bias parameters' sums group by thread: their rounding)
+  for (const int threads : {2, 3}) {
+    const posenc_test::ThreadCounts restore;
+    set_num_threads(threads);
+    const Result again = run(true);
+    CHECK(again.out == got.out);
+    CHECK(again.att == got.att);
+    CHECK(again.dqkv == got.dqkv);
+    if constexpr (Hooks::has_bias_parameters) CHECK(relative_error(again.dbias, got.dbias) < 1e-6);
+  }
+  // dropout drops what the fp32 kernel drops
+  const fast::AttentionDropout dropout{DropoutMask{.key = 9, .p = 0.3}, 5};
+  const Result dropped = run(true, dropout), dropped_fp32 = run(false, dropout);
+  CHECK(relative_error(dropped.out, dropped_fp32.out) < 3e-2);
+  CHECK(relative_error(less_start(dropped.dqkv), less_start(dropped_fp32.dqkv)) < 3e-2);
+  CHECK(relative_error(dropped.out, got.out) > 0.1);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 attention computes its products from bfloat16 operands, for every policy") {
+  if (bf16_unsupported_reason()) return;
+  const posenc_test::ThreadCounts restore;
+  set_num_threads(1);
+  // T = 9: every sequence in one product; 130: one sequence a product (fast_attention_bf16.hpp)
+  for (const std::size_t T : {std::size_t{9}, std::size_t{130}})
+    for (const bool causal : {true, false}) {
+      auto table = std::make_shared<ParameterTable>();
+      [&]<class... P>(std::tuple<P...>*) {
+        std::tuple<typename P::template Attention<float, 2, 4>...> attentions{
+            typename P::template Attention<float, 2, 4>(*table, std::string(P::name) + ".", T)...};
+        ParameterStore<float> store(table);
+        store.initialize(30);
+        const auto moved = random_floats(store.values.size(), 31);
+        for (std::size_t i = 0; i < moved.size(); ++i) store.values.data()[i] += 0.3f * moved[i];
+        std::span<float> g(store.grads.data(), store.grads.size());
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          (
+              [&] {
+                INFO(P::name << ", T " << T << ", causal " << causal);
+                check_bf16_attention(std::get<I>(attentions).bind(store, T), g, T, causal);
+              }(),
+              ...);
+        }(std::index_sequence_for<P...>{});
+      }(static_cast<AllPolicies*>(nullptr));
+    }
 }
 
 TEST_CASE("a bf16 model trains close to its fp32 twin, or refuses to be built with the reason") {

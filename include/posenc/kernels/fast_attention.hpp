@@ -84,6 +84,20 @@ void tile_scores(S* tile, std::size_t ld, const S* q, const S* k, std::size_t C3
       hooks.add_bias(tile + r * ld, h, i0 + r, j0, visible_keys(i0 + r, j0, cols, causal));
 }
 
+// The bias parameters' gradients from the threads' (threads, H, T, T) sums of the score
+// gradients: the sums into thread 0's, in thread order, then each (head, query) row once into the
+// shared gradients.
+template <std::floating_point S, class Hooks>
+void apply_bias_gradient_sums(Hooks& hooks, S* sums, std::size_t threads, std::size_t H, std::size_t T, bool causal) {
+  for (std::size_t t = 1; t < threads; ++t) {
+    const S* part = sums + t * H * T * T;
+    for (std::size_t e = 0; e < H * T * T; ++e) sums[e] += part[e];
+  }
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < T; ++i) hooks.bias_backward(sums + (h * T + i) * T, h, i, causal ? i + 1 : T);
+  if constexpr (Hooks::finishes_backward) hooks.finish_backward();
+}
+
 }  // namespace detail
 
 // Per layer, the kept probabilities' bytes up to which a training pass keeps them (DecoderBlock):
@@ -307,16 +321,7 @@ void attention_backward(S* dqkv, S* scratch, const S* dout, const S* qkv, const 
   // round differently from run to run; without bias parameters items are handed out as threads free up.
   if constexpr (Hooks::has_bias_parameters) parallel_for_each_fixed(B * H, item);
   else parallel_for_each(B * H, item);
-  if constexpr (Hooks::has_bias_parameters) {
-    // the threads' sums into thread 0's, then each (head, query) row once into the shared gradients
-    for (std::size_t t = 1; t < threads; ++t) {
-      const S* part = dbias_all + t * H * T * T;
-      for (std::size_t e = 0; e < H * T * T; ++e) dbias_all[e] += part[e];
-    }
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t i = 0; i < T; ++i) hooks.bias_backward(dbias_all + (h * T + i) * T, h, i, causal ? i + 1 : T);
-    if constexpr (Hooks::finishes_backward) hooks.finish_backward();
-  }
+  if constexpr (Hooks::has_bias_parameters) detail::apply_bias_gradient_sums(hooks, dbias_all, threads, H, T, causal);
 }
 
 // posenc::attention_step_forward (one new query against a cache's window), through the GEMM

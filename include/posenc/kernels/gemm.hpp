@@ -185,14 +185,62 @@ class Bf16Matmuls {
     stream_.wait();
   }
 
+  // dst packed (outer, inner, rows, cols) = src's blocks rounded to bfloat16: block (o, i) of
+  // rows × cols floats at src + o·outer_stride + i·inner_stride, row stride ld (one reorder)
+  void round_blocks_to_bf16(Bf16* dst, const float* src, dnnl_dim_t outer, dnnl_dim_t outer_stride, dnnl_dim_t inner,
+                            dnnl_dim_t inner_stride, dnnl_dim_t rows, dnnl_dim_t cols, dnnl_dim_t ld) {
+    using dnnl::memory;
+    const memory::desc src_md({outer, inner, rows, cols}, memory::data_type::f32,
+                              memory::dims{outer_stride, inner_stride, ld, 1});
+    const memory::desc dst_md({outer, inner, rows, cols}, memory::data_type::bf16, memory::format_tag::abcd);
+    const auto key = std::make_tuple(outer, outer_stride, inner, inner_stride, rows, cols, ld);
+    auto it = block_reorders_.find(key);
+    if (it == block_reorders_.end())
+      it = block_reorders_
+               .emplace(key, dnnl::reorder(dnnl::reorder::primitive_desc(engine_, src_md, engine_, dst_md)))
+               .first;
+    memory src_mem(src_md, engine_, const_cast<float*>(src));  // read only
+    memory dst_mem(dst_md, engine_, dst);
+    it->second.execute(stream_, src_mem, dst_mem);
+    stream_.wait();
+  }
+
+  // c_i (m,n) float = alpha·op(a_i)·op(b_i) for i < batch, every operand packed, one after another
+  // (a_i (m,k) or (k,m) if trans_a, b_i (k,n) or (n,k) if trans_b): one primitive for the batch
+  void run_batched(dnnl_dim_t batch, bool trans_a, bool trans_b, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                   float alpha, const Bf16* a, const Bf16* b, float* c) {
+    using dnnl::memory;
+    using tag = memory::format_tag;
+    const memory::desc a_md({batch, m, k}, memory::data_type::bf16, trans_a ? tag::acb : tag::abc);
+    const memory::desc b_md({batch, k, n}, memory::data_type::bf16, trans_b ? tag::acb : tag::abc);
+    const memory::desc c_md({batch, m, n}, memory::data_type::f32, tag::abc);
+    const BatchedKey key{batch, trans_a, trans_b, m, n, k, alpha};
+    auto it = batched_.find(key);
+    if (it == batched_.end()) {
+      dnnl::primitive_attr attr;
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
+      it = batched_.emplace(key, dnnl::matmul(pd)).first;
+    }
+    memory a_mem(a_md, engine_, const_cast<Bf16*>(a));
+    memory b_mem(b_md, engine_, const_cast<Bf16*>(b));
+    memory c_mem(c_md, engine_, c);
+    it->second.execute(stream_, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream_.wait();
+  }
+
   std::vector<Bf16> a_bf16, b_bf16;  // this thread's rounded operands for onednn_bf16
 
  private:
   using Key = std::tuple<bool, bool, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, bool>;
+  using BatchedKey = std::tuple<dnnl_dim_t, bool, bool, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, float>;
+  using BlocksKey = std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>;
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::map<Key, dnnl::matmul> primitives_;
+  std::map<BatchedKey, dnnl::matmul> batched_;
   std::map<std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>, dnnl::reorder> reorders_;
+  std::map<BlocksKey, dnnl::reorder> block_reorders_;
 };
 
 }  // namespace detail
@@ -288,6 +336,45 @@ inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::si
   gemm_backends::detail::Bf16Matmuls::of_this_thread().round_to_bf16(dst, src, dim(rows), dim(cols), dim(ld));
 #else
   static_cast<void>(dst), static_cast<void>(src), static_cast<void>(ld);
+#endif
+}
+
+// round_to_bf16 of outer × inner blocks at once: dst packed (outer, inner, rows, cols) from the
+// rows × cols float block at src + o·outer_stride + i·inner_stride (row stride ld) of each (o, i),
+// as the heads of a few sequences inside (B, T, 3C) rows.
+inline void round_blocks_to_bf16(Bf16* dst, const float* src, std::size_t outer, std::size_t outer_stride,
+                                 std::size_t inner, std::size_t inner_stride, std::size_t rows, std::size_t cols,
+                                 std::size_t ld) {
+  if (outer == 0 || inner == 0 || rows == 0 || cols == 0) return;
+  if (const auto reason = bf16_unsupported_reason()) fail(*reason);
+#if defined(POSENC_GEMM_ONEDNN)
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+  [[maybe_unused]] const gemm_backends::detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const gemm_backends::detail::SignalsHeldOnThisThread signals_held;
+  gemm_backends::detail::Bf16Matmuls::of_this_thread().round_blocks_to_bf16(
+      dst, src, dim(outer), dim(outer_stride), dim(inner), dim(inner_stride), dim(rows), dim(cols), dim(ld));
+#else
+  static_cast<void>(dst), static_cast<void>(src), static_cast<void>(outer_stride), static_cast<void>(inner_stride),
+      static_cast<void>(ld);
+#endif
+}
+
+// c_i (M,N) = alpha·op(a_i)·op(b_i) for i < batch, over packed operands rounded to bfloat16 (a_i at
+// a + i·M·K, b_i at b + i·K·N, c_i at c + i·M·N, each packed as gemm()'s op describes), accumulated in
+// float: many small products (attention's heads) as one oneDNN primitive, on the calling thread.
+inline void batched_gemm_bf16(std::size_t batch, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                              std::size_t k, float alpha, const Bf16* a, const Bf16* b, float* c) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (const auto reason = bf16_unsupported_reason()) fail(*reason);
+#if defined(POSENC_GEMM_ONEDNN)
+  const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
+  [[maybe_unused]] const gemm_backends::detail::OneOpenMPThread one_thread;
+  [[maybe_unused]] const gemm_backends::detail::SignalsHeldOnThisThread signals_held;
+  gemm_backends::detail::Bf16Matmuls::of_this_thread().run_batched(dim(batch), trans_a, trans_b, dim(m), dim(n),
+                                                                   dim(k), alpha, a, b, c);
+#else
+  static_cast<void>(trans_a), static_cast<void>(trans_b), static_cast<void>(k), static_cast<void>(alpha),
+      static_cast<void>(a), static_cast<void>(b), static_cast<void>(c);
 #endif
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "posenc/kernels/attention.hpp"
 #include "posenc/kernels/dropout.hpp"
 #include "posenc/kernels/fast_attention.hpp"
+#include "posenc/kernels/fast_attention_bf16.hpp"
 #include "posenc/kernels/fast_gelu.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
 #include "posenc/kernels/fast_linear.hpp"
@@ -176,9 +178,15 @@ class DecoderBlock {
     });
     S* lse = for_backward ? act.lse.data() : nullptr;
     S* att = for_backward && fast::keeps_attention_probabilities<S>(B, Heads, T) ? act.att.data() : nullptr;
-    profiled("forward: attention", [&] { fast::attention_forward(act.atty.data(), lse, att, act.qkv.data(), B, T, Dim,
-                                         Heads, bind_at(store, T, positions), causal_,
-                                         fast::AttentionDropout{dropout.at(attention_site), first_sequence}); });
+    profiled("forward: attention", [&] {
+      const fast::AttentionDropout attention_dropout{dropout.at(attention_site), first_sequence};
+      if constexpr (std::is_same_v<S, float>)
+        if (bf16_attention(att != nullptr, T))
+          return fast::attention_forward_bf16(act.atty.data(), lse, att, act.qkv.data(), B, T, Dim, Heads,
+                                              bind_at(store, T, positions), causal_, attention_dropout);
+      fast::attention_forward(act.atty.data(), lse, att, act.qkv.data(), B, T, Dim, Heads,
+                              bind_at(store, T, positions), causal_, attention_dropout);
+    });
     profiled("forward: linear attn proj", [&] { fast::linear_forward(act.res1.data(), act.atty.data(),
                                                 p[w_.attn_proj_w], p[w_.attn_proj_b], N, Dim, Dim, precision_,
                                                 act.rounded_input(N, atty_at, Dim)); });
@@ -282,6 +290,11 @@ class DecoderBlock {
           fast::attention_scratch_size<decltype(hooks), S>(T, Dim, Heads, max_parallel_threads(), kept);
       if (sc.attention.size() < needed) sc.attention.resize(needed);
       const fast::AttentionDropout attention_dropout{dropout.at(attention_site), first_sequence};
+      if constexpr (std::is_same_v<S, float>)
+        if (bf16_attention(kept, T))
+          return fast::attention_backward_bf16(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.atty.data(),
+                                               act.att.data(), B, T, Dim, Heads, hooks, causal_, true,
+                                               attention_dropout);
       fast::attention_backward(dqkv, sc.attention.data(), dsmall, act.qkv.data(), act.atty.data(), act.lse.data(),
                                kept ? act.att.data() : nullptr, B, T, Dim, Heads, hooks, causal_, true,
                                attention_dropout);
@@ -291,6 +304,13 @@ class DecoderBlock {
                                            act.rounded_input(N, ln1_at, Dim)); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(dinp, g[w_.ln_1_w], g[w_.ln_1_b], dsmall, inp,
                                           p[w_.ln_1_w], act.ln1_mean.data(), act.ln1_rstd.data(), N, Dim); });
+  }
+
+  // Whether a training pass's attention multiplies in bfloat16 (fast::attention_forward_bf16): with
+  // bf16 layers, the probabilities kept and T where it pays. Evaluation keeps fp32 tiles, whose
+  // memory is linear in T.
+  bool bf16_attention(bool probabilities_kept, std::size_t T) const {
+    return precision_ == Precision::bf16 && probabilities_kept && fast::bf16_attention_pays(Heads, T);
   }
 
   // Where a bf16 training pass keeps the GELU's output, rounded, as mlp_proj's input; nullptr when
