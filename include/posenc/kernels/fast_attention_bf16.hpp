@@ -18,15 +18,17 @@ namespace posenc::fast {
 // to the budget of keeps_attention_probabilities): the same computation as attention_forward and
 // attention_backward with kept probabilities, but each of the six products (q·kᵀ, p·v; dy·vᵀ,
 // pᵀ·dy, ds·k, dsᵀ·q) takes operands rounded to bfloat16 and accumulates in float, as PyTorch's
-// autocast does, and all heads of a thread's sequences are one oneDNN product (AMX on CPUs that
-// have it): per head, the products of T = 128 are too small for a primitive each. The rows'
-// softmax, the biases, rotations and dropout stay in float, as in attention_forward. Whole rows:
-// the masked part of each product is computed and multiplied by zero, which AMX does faster than
-// fp32 kernels skip it. Work is split by sequence, a contiguous range a thread.
+// autocast does, and the heads of a few sequences (sequences_per_product) are one oneDNN product
+// (AMX on CPUs that have it): per head, the products of T = 128 are too small for a primitive each.
+// The rows' softmax, the biases, rotations and dropout stay in float, as in attention_forward.
+// Whole rows: the masked part of each product is computed and multiplied by zero, which AMX does
+// faster than the fp32 kernels skip it. Work is split by sequence, a contiguous range a thread.
+// (There is no fp32 twin of this arithmetic: tests compare it with a direct computation.)
+
 // Whether bf16 products pay at this shape: while one sequence's (H, T, T) scores take at most
-// 256 KB (in cache while its six products and two softmax passes run over them). bench_attention,
-// B = 32, H = 4, 2 threads, an Intel Xeon with AMX, against the fp32 kernel with kept probabilities:
-// T = 128 0.74–0.90× its time (NoPE, RoPE), T = 256 0.95–1.18×, T = 512 1.17–1.33×.
+// 256 KB (in cache while its products and the rows' passes run over them). bench_attention,
+// B = 32, H = 4, 2 threads, an Intel Xeon with AMX, against the fp32 kernel with kept probabilities
+// (attention_table.py): T = 128 0.72–0.96× its time, T = 256 1.04–1.29×, T = 512 1.22–1.49×.
 constexpr bool bf16_attention_pays(std::size_t H, std::size_t T) {
   return H * T * T * sizeof(float) <= (std::size_t{256} << 10);
 }
