@@ -63,6 +63,24 @@ void gelu_fwd_bwd(benchmark::State& state) {
   bytes_rate(state, 4.0 * n * 6);  // x, y; x, dy, dx read and written
 }
 
+// A bf16 step's GELU backward: mlp_proj's float gradient in, its rounding and mlp_fc's bias sums out.
+void gelu_backward_bf16(benchmark::State& state) {
+  if (const auto reason = bf16_unsupported_reason()) {
+    state.SkipWithError(reason->c_str());
+    return;
+  }
+  posenc_bench::setup_threads();
+  const std::size_t n = N * 4 * D;
+  const auto x = posenc_bench::random_floats(n, 3), dy = posenc_bench::random_floats(n, 4);
+  std::vector<Bf16> dx16(n);
+  std::vector<float> dbias(4 * D);
+  for (auto _ : state) {
+    fast::gelu_backward_bf16(dx16.data(), dbias.data(), x.data(), dy.data(), N, 4 * D);
+    benchmark::DoNotOptimize(dx16.data());
+  }
+  bytes_rate(state, 4.0 * n * 2 + 2.0 * n);  // x, dy read; dx16 written
+}
+
 template <bool Fast>
 void cross_entropy_fwd_bwd(benchmark::State& state) {
   posenc_bench::setup_threads();
@@ -113,6 +131,10 @@ BENCHMARK_TEMPLATE(gelu_fwd_bwd, true)
     ->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(gelu_fwd_bwd, false)
     ->Name("gelu/reference")
+    ->UseRealTime()
+    ->ComputeStatistics("min", posenc_bench::minimum);
+BENCHMARK(gelu_backward_bf16)
+    ->Name("gelu/bf16_backward")
     ->UseRealTime()
     ->ComputeStatistics("min", posenc_bench::minimum);
 BENCHMARK_TEMPLATE(cross_entropy_fwd_bwd, true)

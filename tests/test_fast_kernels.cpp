@@ -24,6 +24,7 @@
 
 #include <posenc/transformer.hpp>
 
+#include "every_policy_attention.hpp"
 #include "gradient_check.hpp"
 #include "thread_counts.hpp"
 
@@ -207,6 +208,21 @@ TEST_CASE("GELU's 16-wide path gives the 8-wide path's bits") {
     fast::detail::gelu_backward_avx2(dx8.data(), x.data(), dy.data(), n, overwrite);
     fast::detail::gelu_backward_avx512(dx16.data(), x.data(), dy.data(), n, overwrite);
     CHECK(dx16 == dx8);
+  }
+}
+
+TEST_CASE("the residual add adds every element once, at every thread count") {
+  const ThreadCounts restore;
+  for (const std::size_t n : {std::size_t{5}, (std::size_t{1} << 16) + 77}) {  // serial, and split with a tail
+    const auto x = random_as<float>(n, 31), y = random_as<float>(n, 32);
+    std::vector<float> want = x;
+    for (std::size_t i = 0; i < n; ++i) want[i] += y[i];
+    for (const int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      std::vector<float> got = x;
+      fast::add_into(got.data(), y.data(), n);
+      CHECK(got == want);
+    }
   }
 }
 
@@ -434,22 +450,9 @@ void check_fast_attention(Hooks hooks, std::span<S> grads, std::size_t T, bool c
 // parameters are moved off their start (so no bias is uniform) and whose gradients start non-zero.
 template <class S>
 void check_fast_attention_every_policy(std::size_t T, bool causal) {
-  auto table = std::make_shared<ParameterTable>();
-  [&]<class... P>(std::tuple<P...>*) {
-    std::tuple<typename P::template Attention<S, 2, 4>...> attentions{
-        typename P::template Attention<S, 2, 4>(*table, std::string(P::name) + ".", T)...};
-    ParameterStore<S> store(table);
-    store.initialize(30);
-    const auto moved = random_as<S>(store.values.size(), 31);
-    const auto grads = random_as<S>(store.grads.size(), 32);
-    for (std::size_t i = 0; i < moved.size(); ++i) {
-      store.values.data()[i] += S(0.3) * moved[i];
-      store.grads.data()[i] = grads[i];
-    }
-    std::span<S> g(store.grads.data(), store.grads.size());
-    std::apply([&](auto&... attention) { (check_fast_attention<S>(attention.bind(store, T), g, T, causal), ...); },
-               attentions);
-  }(static_cast<AllPolicies*>(nullptr));
+  posenc_test::for_each_policy_attention<S>(T, [&](const std::string&, auto hooks, std::span<S> grads) {
+    check_fast_attention<S>(hooks, grads, T, causal);
+  });
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include <posenc/transformer.hpp>
 
+#include "every_policy_attention.hpp"
 #include "gradient_check.hpp"
 #include "thread_counts.hpp"
 
@@ -34,6 +35,20 @@ float bf16_rounded(float x) {
   const auto bits = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
   return std::bit_cast<float>(rounded);
+}
+
+// sums + the column sums of m (rows, cols) in add_row_block_column_sums' order, written out: each
+// block of column_sum_block_rows rows summed in row order, then the blocks' sums in block order
+std::vector<float> row_block_column_sums(std::vector<float> sums, const std::vector<float>& m, std::size_t rows,
+                                         std::size_t cols) {
+  for (std::size_t r0 = 0; r0 < rows; r0 += column_sum_block_rows) {
+    std::vector<float> partial(m.begin() + static_cast<std::ptrdiff_t>(r0 * cols),
+                               m.begin() + static_cast<std::ptrdiff_t>((r0 + 1) * cols));
+    for (std::size_t r = r0 + 1; r < std::min(rows, r0 + column_sum_block_rows); ++r)
+      for (std::size_t c = 0; c < cols; ++c) partial[c] += m[r * cols + c];
+    for (std::size_t c = 0; c < cols; ++c) sums[c] += partial[c];
+  }
+  return sums;
 }
 
 struct Problem {
@@ -251,7 +266,7 @@ TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias
           CHECK(relative_error(out, want) < 1e-5);
           CHECK(relative_error(out, exact) > 1e-4);  // the rounding is real
 
-          // dx += round(dy)·round(w), dw += round(dy)ᵀ·round(x), db += Σ_n dy in float, in order over n
+          // dx += round(dy)·round(w), dw += round(dy)ᵀ·round(x), db += Σ_n dy in float, in blocks of rows
           const auto dx0 = floats(N * C, 5), dw0 = floats(OC * C, 6), db0 = floats(OC, 7);
           std::vector<float> dx = dx0, dw = dw0, db = db0;
           fast::linear_backward(dx.data(), dw.data(), with_bias ? db.data() : nullptr, dy.data(), x.data(), w.data(),
@@ -274,10 +289,7 @@ TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias
           CHECK(relative_error(dx, want_dx) < 1e-5);
           CHECK(relative_error(dw, want_dw) < 1e-5);
           if (with_bias) {
-            std::vector<float> want_db = db0;
-            for (std::size_t n = 0; n < N; ++n)
-              for (std::size_t o = 0; o < OC; ++o) want_db[o] += dy[n * OC + o];
-            CHECK(db == want_db);
+            CHECK(db == row_block_column_sums(db0, dy, N, OC));
           } else {
             CHECK(db == db0);
           }
@@ -322,14 +334,20 @@ TEST_CASE("a bf16 linear layer multiplies the rounded operands and sums its bias
       }
 }
 
-TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, at every thread count") {
+TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, and the bias sums of the float gradient, "
+          "at every thread count") {
   if (bf16_unsupported_reason()) return;
   const posenc_test::ThreadCounts restore;
-  // longer than a tile (fast::detail::gelu_bf16_tile), with a tail, and shorter than a vector
-  for (const std::size_t N : {std::size_t{3}, std::size_t{1000}, 2 * fast::detail::gelu_bf16_tile + 77})
+  constexpr std::size_t tile = fast::detail::gelu_bf16_tile, block = column_sum_block_rows;
+  // (rows, cols): shorter than a vector; a tail of columns; several blocks of rows and a short last
+  // one, the forward's several tiles; a row wider than a tile
+  const std::vector<std::pair<std::size_t, std::size_t>> shapes{{1, 3}, {10, 100}, {3 * block + 2, 700},
+                                                                {3, tile + 40}};
+  for (const auto& [rows, cols] : shapes)
     for (const int threads : {1, 2, 3}) {
-      DYNAMIC_SECTION(N << " numbers, " << threads << " threads") {
+      DYNAMIC_SECTION(rows << " × " << cols << ", " << threads << " threads") {
         set_num_threads(threads);
+        const std::size_t N = rows * cols;
         const auto random = posenc_test::random_vector(N, 8), up = posenc_test::random_vector(N, 9);
         std::vector<float> x(N), dy(N);
         for (std::size_t i = 0; i < N; ++i) {
@@ -343,9 +361,14 @@ TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, at every t
 
         std::vector<Bf16> y16(N), dx16(N);
         fast::gelu_forward_bf16(y16.data(), x.data(), N);
-        std::vector<float> dx_fused(N, 7.0f);
-        fast::gelu_backward_bf16(dx_fused.data(), dx16.data(), x.data(), dy.data(), N);
-        CHECK(dx_fused == dx);
+        std::vector<float> dbias(cols);
+        for (std::size_t c = 0; c < cols; ++c) dbias[c] = 0.25f * static_cast<float>(c % 7);
+        const std::vector<float> expected_dbias = row_block_column_sums(dbias, dx, rows, cols);
+        fast::gelu_backward_bf16(dx16.data(), dbias.data(), x.data(), dy.data(), rows, cols);
+        CHECK(dbias == expected_dbias);
+        std::vector<Bf16> dx16_without_bias(N);
+        fast::gelu_backward_bf16(dx16_without_bias.data(), nullptr, x.data(), dy.data(), rows, cols);
+        CHECK(dx16_without_bias == dx16);
         // the bits of the separate passes: the float results, then round_to_bf16
         std::vector<Bf16> y16_separate(N), dx16_separate(N);
         round_to_bf16(y16_separate.data(), y.data(), 1, N, N);
@@ -362,12 +385,6 @@ TEST_CASE("the GELU's bf16 passes write gelu's float results rounded, at every t
           rounded_away += as_float(y16[i]) != y[i];
         }
         CHECK(rounded_away > N / 2);  // the rounding is real
-        // in place, as the block's backward runs it
-        std::vector<float> inout = dy;
-        std::vector<Bf16> inout16(N);
-        fast::gelu_backward_bf16(inout.data(), inout16.data(), x.data(), inout.data(), N);
-        CHECK(inout == dx);
-        CHECK(inout16 == dx16);
       }
     }
 }
@@ -578,24 +595,11 @@ TEST_CASE("bf16 attention computes its products from bfloat16 operands, for ever
   // T = 9: every sequence in one product; 130: one sequence a product (fast_attention_bf16.hpp)
   for (const std::size_t T : {std::size_t{9}, std::size_t{130}})
     for (const bool causal : {true, false}) {
-      auto table = std::make_shared<ParameterTable>();
-      [&]<class... P>(std::tuple<P...>*) {
-        std::tuple<typename P::template Attention<float, 2, 4>...> attentions{
-            typename P::template Attention<float, 2, 4>(*table, std::string(P::name) + ".", T)...};
-        ParameterStore<float> store(table);
-        store.initialize(30);
-        const auto moved = random_floats(store.values.size(), 31);
-        for (std::size_t i = 0; i < moved.size(); ++i) store.values.data()[i] += 0.3f * moved[i];
-        std::span<float> g(store.grads.data(), store.grads.size());
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-          (
-              [&] {
-                INFO(P::name << ", T " << T << ", causal " << causal);
-                check_bf16_attention(std::get<I>(attentions).bind(store, T), g, T, causal);
-              }(),
-              ...);
-        }(std::index_sequence_for<P...>{});
-      }(static_cast<AllPolicies*>(nullptr));
+      posenc_test::for_each_policy_attention<float>(T, [&](const std::string& name, auto hooks,
+                                                           std::span<float> grads) {
+        INFO(name << ", T " << T << ", causal " << causal);
+        check_bf16_attention(hooks, grads, T, causal);
+      });
     }
 }
 

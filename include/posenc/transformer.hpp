@@ -19,6 +19,7 @@
 #include "posenc/kernels/fast_layernorm.hpp"
 #include "posenc/kernels/fast_linear.hpp"
 #include "posenc/kernels/fast_math.hpp"
+#include "posenc/kernels/fast_residual.hpp"
 #include "posenc/kernels/fast_softmax.hpp"
 #include "posenc/kernels/gelu.hpp"
 #include "posenc/kernels/gemm.hpp"

@@ -173,18 +173,35 @@ inline void gelu_forward_bf16(Bf16* out, const float* inp, std::size_t N) {
   }, 64, 4096);
 }
 
-// dinp (N) = gelu'(inp)·dout, written (not added into), and dinp16 (N) its rounding to bfloat16:
-// gelu_backward with overwrite and round_to_bf16 in one pass, for a bf16 layer whose output
-// gradient this is. dinp may be dout itself.
-inline void gelu_backward_bf16(float* dinp, Bf16* dinp16, const float* inp, const float* dout, std::size_t N) {
-  parallel_for_chunks(N, [&](std::size_t i0, std::size_t i1) {
+// dinp16 (rows, cols) = gelu'(inp)·dout rounded to bfloat16, and dbias (cols), unless nullptr, added
+// the columns' sums of the unrounded products in add_row_block_column_sums' order: the bits of
+// gelu_backward with overwrite, round_to_bf16 and that sum, in one pass that never writes the
+// float products to memory — a bf16 layer whose output gradient they are reads only their
+// rounding, and its bias gradient is their sum (fast::linear_backward sums a bf16 layer's bias
+// gradient in the same order). Each thread takes whole rows, a block of them at a time.
+inline void gelu_backward_bf16(Bf16* dinp16, float* dbias, const float* inp, const float* dout, std::size_t rows,
+                               std::size_t cols) {
+  const auto block = [&](std::size_t r0, std::size_t r1, float* partial) {
+    thread_local std::vector<float> tile;
+    tile.resize(column_sum_block_rows * cols);
     [[maybe_unused]] const GemmSignalHold signals_held{};
-    for (std::size_t t0 = i0; t0 < i1; t0 += detail::gelu_bf16_tile) {
-      const std::size_t n = std::min(detail::gelu_bf16_tile, i1 - t0);
-      detail::gelu_backward_part(dinp + t0, inp + t0, dout + t0, n, true);
-      round_to_bf16(dinp16 + t0, dinp + t0, 1, n, n);  // still in cache
-    }
-  }, 64, 4096);
+    const std::size_t n = (r1 - r0) * cols;
+    detail::gelu_backward_part(tile.data(), inp + r0 * cols, dout + r0 * cols, n, true);
+    round_to_bf16(dinp16 + r0 * cols, tile.data(), 1, n, n);
+    if (partial == nullptr) return;
+    std::copy(tile.data(), tile.data() + cols, partial);
+    for (std::size_t r = 1; r < r1 - r0; ++r)
+      for (std::size_t c = 0; c < cols; ++c) partial[c] += tile[r * cols + c];
+  };
+  if (dbias != nullptr) {
+    add_row_block_column_sums(dbias, rows, cols, block);
+    return;
+  }
+  const std::size_t blocks = (rows + column_sum_block_rows - 1) / column_sum_block_rows;
+  parallel_for_chunks(blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b)
+      block(b * column_sum_block_rows, std::min(rows, (b + 1) * column_sum_block_rows), nullptr);
+  });
 }
 
 }  // namespace posenc::fast

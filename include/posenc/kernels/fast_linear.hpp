@@ -58,7 +58,8 @@ inline void linear_forward_bf16(float* out, const float* inp, const float* weigh
 }
 
 // bf16 linear_backward: each operand rounded once, the rounded dout serving both products; inp not
-// at all when the forward's rounding of it is given, dout not when its rounding is.
+// at all when the forward's rounding of it is given, dout not when its rounding is. The bias
+// gradient is summed over blocks of rows (add_row_block_column_sums): each thread reads whole rows.
 inline void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                  const float* weight, std::size_t N, std::size_t C, std::size_t OC,
                                  bool overwrite_dinp, const Bf16* rounded_inp, const Bf16* rounded_dout) {
@@ -69,9 +70,12 @@ inline void linear_backward_bf16(float* dinp, float* dweight, float* dbias, cons
     parallel_round_to_bf16(bf16.dout.data(), dout, N, OC);
     dout16 = bf16.dout.data();
   }
-  if (dbias != nullptr)
-    add_column_sums<float, 1>({dbias}, N, OC,
-                              [&](std::size_t n, std::size_t o) { return std::array<float, 1>{dout[n * OC + o]}; });
+  if (dbias != nullptr)  // in the order of gelu_backward_bf16's, which computes mlp_fc's
+    add_row_block_column_sums(dbias, N, OC, [&](std::size_t r0, std::size_t r1, float* partial) {
+      std::copy(dout + r0 * OC, dout + (r0 + 1) * OC, partial);
+      for (std::size_t r = r0 + 1; r < r1; ++r)
+        for (std::size_t o = 0; o < OC; ++o) partial[o] += dout[r * OC + o];
+    });
   if (rounded_inp == nullptr) {
     bf16.inp.resize(N * C);
     parallel_round_to_bf16(bf16.inp.data(), inp, N, C);
@@ -111,7 +115,8 @@ void linear_forward(S* out, const S* inp, const S* weight, const S* bias, std::s
 // overwrite_dinp, dinp is written instead of added into (a fresh buffer needs no zeroing). bf16
 // rounds both GEMMs' operands (dout, weight, inp), as autocast's backward does; rounded_inp, when
 // given, is linear_forward's rounding of this inp and is used instead of rounding it again (inp may
-// then be nullptr), and rounded_dout likewise dout's (dout is still read for dbias).
+// then be nullptr), and rounded_dout likewise dout's (dout is still read for dbias, and may be nullptr
+// without one).
 template <std::floating_point S>
 void linear_backward(S* dinp, S* dweight, S* dbias, const S* dout, const S* inp, const S* weight,
                      std::size_t N, std::size_t C, std::size_t OC, bool overwrite_dinp = false,

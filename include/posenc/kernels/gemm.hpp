@@ -140,14 +140,15 @@ class Bf16Matmuls {
     return matmuls;
   }
 
-  // dst (rows, cols) packed = the rows × cols float block at src (row stride ld) rounded to bfloat16
-  // by oneDNN's reorder (to nearest even, with the CPU's conversion instructions: 2.4× the rate of
-  // a portable loop compiled for baseline x86-64, measured on an AMX Xeon)
-  void round_to_bf16(Bf16* dst, const float* src, dnnl_dim_t rows, dnnl_dim_t cols, dnnl_dim_t ld) {
+  // dst (rows, cols, row stride dst_ld) = the rows × cols float block at src (row stride ld) rounded
+  // to bfloat16 by oneDNN's reorder (to nearest even, with the CPU's conversion instructions: 2.4×
+  // the rate of a portable loop compiled for baseline x86-64, measured on an AMX Xeon)
+  void round_to_bf16(Bf16* dst, const float* src, dnnl_dim_t rows, dnnl_dim_t cols, dnnl_dim_t ld,
+                     dnnl_dim_t dst_ld) {
     using dnnl::memory;
     const memory::desc src_md({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
-    const memory::desc dst_md({rows, cols}, memory::data_type::bf16, memory::dims{cols, 1});
-    const auto key = std::make_tuple(rows, cols, ld);
+    const memory::desc dst_md({rows, cols}, memory::data_type::bf16, memory::dims{dst_ld, 1});
+    const auto key = std::make_tuple(rows, cols, ld, dst_ld);
     auto it = reorders_.find(key);
     if (it == reorders_.end())
       it = reorders_.emplace(key, dnnl::reorder(dnnl::reorder::primitive_desc(engine_, src_md, engine_, dst_md))).first;
@@ -239,7 +240,7 @@ class Bf16Matmuls {
   dnnl::stream stream_{engine_};
   std::map<Key, dnnl::matmul> primitives_;
   std::map<BatchedKey, dnnl::matmul> batched_;
-  std::map<std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>, dnnl::reorder> reorders_;
+  std::map<std::tuple<dnnl_dim_t, dnnl_dim_t, dnnl_dim_t, dnnl_dim_t>, dnnl::reorder> reorders_;
   std::map<BlocksKey, dnnl::reorder> block_reorders_;
 };
 
@@ -260,8 +261,8 @@ inline void onednn_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n
   const std::size_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
   matmuls.a_bf16.resize(a_rows * a_cols);
   matmuls.b_bf16.resize(b_rows * b_cols);
-  matmuls.round_to_bf16(matmuls.a_bf16.data(), a, dim(a_rows), dim(a_cols), dim(lda));
-  matmuls.round_to_bf16(matmuls.b_bf16.data(), b, dim(b_rows), dim(b_cols), dim(ldb));
+  matmuls.round_to_bf16(matmuls.a_bf16.data(), a, dim(a_rows), dim(a_cols), dim(lda), dim(a_cols));
+  matmuls.round_to_bf16(matmuls.b_bf16.data(), b, dim(b_rows), dim(b_cols), dim(ldb), dim(b_cols));
   matmuls.run(trans_a, trans_b, dim(m), dim(n), dim(k), matmuls.a_bf16.data(), dim(a_cols), matmuls.b_bf16.data(),
               dim(b_cols), beta != 0.0f, c, dim(ldc));
 }
@@ -323,20 +324,26 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   gemm_backends::openblas<S>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// dst (rows, cols) packed = src's rows × cols block (row stride ld), each rounded to bfloat16 (to
-// nearest even; a subnormal float becomes zero, as AVX512-BF16's conversion takes it): the operands
-// of gemm_bf16.
-inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols, std::size_t ld) {
+// dst (rows, cols, row stride dst_ld) = src's rows × cols block (row stride ld), each rounded to
+// bfloat16 (to nearest even; a subnormal float becomes zero, as AVX512-BF16's conversion takes it).
+inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols, std::size_t ld,
+                          std::size_t dst_ld) {
   if (rows == 0 || cols == 0) return;
   if (const auto reason = bf16_unsupported_reason()) fail(*reason);
 #if defined(POSENC_GEMM_ONEDNN)
   const auto dim = [](std::size_t x) { return static_cast<dnnl_dim_t>(x); };
   [[maybe_unused]] const gemm_backends::detail::OneOpenMPThread one_thread;
   [[maybe_unused]] const gemm_backends::detail::SignalsHeldOnThisThread signals_held;
-  gemm_backends::detail::Bf16Matmuls::of_this_thread().round_to_bf16(dst, src, dim(rows), dim(cols), dim(ld));
+  gemm_backends::detail::Bf16Matmuls::of_this_thread().round_to_bf16(dst, src, dim(rows), dim(cols), dim(ld),
+                                                                     dim(dst_ld));
 #else
-  static_cast<void>(dst), static_cast<void>(src), static_cast<void>(ld);
+  static_cast<void>(dst), static_cast<void>(src), static_cast<void>(ld), static_cast<void>(dst_ld);
 #endif
+}
+
+// round_to_bf16 into a packed dst (rows, cols): the operands of gemm_bf16.
+inline void round_to_bf16(Bf16* dst, const float* src, std::size_t rows, std::size_t cols, std::size_t ld) {
+  round_to_bf16(dst, src, rows, cols, ld, cols);
 }
 
 // round_to_bf16 of outer × inner blocks at once: dst packed (outer, inner, rows, cols) from the

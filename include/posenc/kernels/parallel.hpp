@@ -5,6 +5,7 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <vector>
 
 #include "posenc/kernels/fast_math.hpp"
 #include "posenc/kernels/gemm.hpp"
@@ -118,6 +119,30 @@ void add_column_sums(const std::array<S*, K>& sums, std::size_t N, std::size_t C
       for (std::size_t k = 0; k < K; ++k) std::copy(block[k], block[k] + (b1 - b0), sums[k] + b0);
     }
   }, 16, 64);
+}
+
+// The rows a block of add_row_block_column_sums holds: 32 rows of the study model's 768 columns are a
+// 96 KB tile, which stays in a core's L2 between the pass that computes it and the one that sums it.
+inline constexpr std::size_t column_sum_block_rows = 32;
+
+// Adds the column sums of an (N,C) float matrix into sums (C), with the rows split over the threads
+// for passes that compute the matrix as they go and read each row whole: block(r0, r1, partial)
+// must write into partial (C) the column sums of rows [r0, r1) — one block of
+// column_sum_block_rows — added in row order; the blocks' partials are then added into sums in
+// block order. Both orders depend on N alone, so every thread count gives the same bits. block
+// must not throw (it runs in an OpenMP region).
+template <class Block>
+void add_row_block_column_sums(float* sums, std::size_t N, std::size_t C, Block&& block) {
+  const std::size_t blocks = (N + column_sum_block_rows - 1) / column_sum_block_rows;
+  thread_local std::vector<float> partials;  // the caller's thread's: one set per call at a time
+  partials.resize(blocks * C);
+  float* partial = partials.data();
+  parallel_for_chunks(blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b)
+      block(b * column_sum_block_rows, std::min(N, (b + 1) * column_sum_block_rows), partial + b * C);
+  });
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (std::size_t c = 0; c < C; ++c) sums[c] += partial[b * C + c];
 }
 
 // Calls product(r0, r1, c0, c1) on blocks of an (M,N) GEMM output with inner size K, one block

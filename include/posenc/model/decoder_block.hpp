@@ -21,6 +21,7 @@
 #include "posenc/kernels/fast_gelu.hpp"
 #include "posenc/kernels/fast_layernorm.hpp"
 #include "posenc/kernels/fast_linear.hpp"
+#include "posenc/kernels/fast_residual.hpp"
 #include "posenc/kernels/gelu.hpp"
 #include "posenc/kernels/layernorm.hpp"
 #include "posenc/kernels/linear.hpp"
@@ -192,7 +193,7 @@ class DecoderBlock {
                                                 act.rounded_input(N, atty_at, Dim)); });
     profiled("forward: dropout", [&] { posenc::dropout(act.res1.data(), N * Dim, dropout.at(attention_output_site),
                                        first); });
-    profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) act.res1[i] += inp[i]; });
+    profiled("forward: residual add", [&] { fast::add_into(act.res1.data(), inp, N * Dim); });
     profiled("forward: layernorm", [&] { fast::layernorm_forward(act.ln2.data(), act.ln2_mean.data(),
                                          act.ln2_rstd.data(), act.res1.data(), p[w_.ln_2_w], p[w_.ln_2_b], N, Dim); });
     profiled("forward: linear mlp fc", [&] {
@@ -212,7 +213,7 @@ class DecoderBlock {
                                                  p[w_.mlp_proj_b], N, 4 * Dim, Dim, precision_); });
     }
     profiled("forward: dropout", [&] { posenc::dropout(out, N * Dim, dropout.at(mlp_output_site), first); });
-    profiled("forward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) out[i] += act.res1[i]; });
+    profiled("forward: residual add", [&] { fast::add_into(out, act.res1.data(), N * Dim); });
   }
 
   // att (B,H,T,T): the attention probabilities of this block for its input inp (B,T,D), [b,h,i,j]
@@ -257,25 +258,30 @@ class DecoderBlock {
     profiled("backward: linear mlp proj", [&] { fast::linear_backward(dfch, g[w_.mlp_proj_w], g[w_.mlp_proj_b], dmlp,
                                                 act.fch_gelu.data(), p[w_.mlp_proj_w], N, 4 * Dim, Dim, true,
                                                 precision_, act.rounded_input(N, gelu_at, 4 * Dim)); });
-    // in place; with bf16 layers rounded in the same pass, for mlp_fc's products
+    // in place; with bf16 layers only its rounding, for mlp_fc's products, and mlp_fc's bias
+    // gradient in the same pass
     Bf16* dfch16 = nullptr;
+    S* dfc_bias = g[w_.c_fc_b];
     if constexpr (std::is_same_v<S, float>) {
       if (rounded_gelu(act, N) != nullptr) {
         if (sc.big16.size() < N * 4 * Dim) sc.big16.resize(N * 4 * Dim);
         dfch16 = sc.big16.data();
-        profiled("backward: gelu", [&] { fast::gelu_backward_bf16(dfch, dfch16, act.fch.data(), dfch, N * 4 * Dim); });
+        profiled("backward: gelu", [&] { fast::gelu_backward_bf16(dfch16, dfc_bias, act.fch.data(), dfch, N,
+                                                                  4 * Dim); });
+        dfc_bias = nullptr;
+        dfch = nullptr;
       }
     }
     if (dfch16 == nullptr)
       profiled("backward: gelu", [&] { fast::gelu_backward(dfch, act.fch.data(), dfch, N * 4 * Dim, true); });
-    profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], g[w_.c_fc_b], dfch,
+    profiled("backward: linear mlp fc", [&] { fast::linear_backward(dsmall, g[w_.c_fc_w], dfc_bias, dfch,
                                               act.ln2.data(), p[w_.c_fc_w], N, Dim, 4 * Dim, true, precision_,
                                               act.rounded_input(N, ln2_at, Dim), dfch16); });
     profiled("backward: layernorm", [&] { fast::layernorm_backward(sc.dres1.data(), g[w_.ln_2_w], g[w_.ln_2_b], dsmall,
                                           act.res1.data(), p[w_.ln_2_w], act.ln2_mean.data(), act.ln2_rstd.data(), N,
                                           Dim); });
     // res1 = inp + dropout(attn_proj(attention(c_attn(ln1(inp)))))
-    profiled("backward: residual add", [&] { for (std::size_t i = 0; i < N * Dim; ++i) dinp[i] += sc.dres1[i]; });
+    profiled("backward: residual add", [&] { fast::add_into(dinp, sc.dres1.data(), N * Dim); });
     profiled("backward: dropout", [&] { posenc::dropout(sc.dres1.data(), N * Dim, dropout.at(attention_output_site),
                                         first); });
     profiled("backward: linear attn proj", [&] { fast::linear_backward(dsmall, g[w_.attn_proj_w], g[w_.attn_proj_b],
