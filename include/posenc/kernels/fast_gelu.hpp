@@ -193,15 +193,8 @@ inline void gelu_backward_bf16(Bf16* dinp16, float* dbias, const float* inp, con
     for (std::size_t r = 1; r < r1 - r0; ++r)
       for (std::size_t c = 0; c < cols; ++c) partial[c] += tile[r * cols + c];
   };
-  if (dbias != nullptr) {
-    add_row_block_column_sums(dbias, rows, cols, block);
-    return;
-  }
-  const std::size_t blocks = (rows + column_sum_block_rows - 1) / column_sum_block_rows;
-  parallel_for_chunks(blocks, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b)
-      block(b * column_sum_block_rows, std::min(rows, (b + 1) * column_sum_block_rows), nullptr);
-  });
+  if (dbias != nullptr) add_row_block_column_sums(dbias, rows, cols, block);
+  else parallel_for_row_blocks(rows, [&](std::size_t r0, std::size_t r1, std::size_t) { block(r0, r1, nullptr); });
 }
 
 }  // namespace posenc::fast

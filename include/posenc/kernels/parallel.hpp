@@ -125,6 +125,17 @@ void add_column_sums(const std::array<S*, K>& sums, std::size_t N, std::size_t C
 // 96 KB tile, which stays in a core's L2 between the pass that computes it and the one that sums it.
 inline constexpr std::size_t column_sum_block_rows = 32;
 
+// Calls f(r0, r1, b) for each block b of column_sum_block_rows rows [r0, r1) of N, the blocks split
+// over the threads in contiguous runs. f must not throw.
+template <class F>
+void parallel_for_row_blocks(std::size_t N, F&& f) {
+  const std::size_t blocks = (N + column_sum_block_rows - 1) / column_sum_block_rows;
+  parallel_for_chunks(blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b)
+      f(b * column_sum_block_rows, std::min(N, (b + 1) * column_sum_block_rows), b);
+  });
+}
+
 // Adds the column sums of an (N,C) float matrix into sums (C), with the rows split over the threads
 // for passes that compute the matrix as they go and read each row whole: block(r0, r1, partial)
 // must write into partial (C) the column sums of rows [r0, r1) — one block of
@@ -137,10 +148,7 @@ void add_row_block_column_sums(float* sums, std::size_t N, std::size_t C, Block&
   thread_local std::vector<float> partials;  // the caller's thread's: one set per call at a time
   partials.resize(blocks * C);
   float* partial = partials.data();
-  parallel_for_chunks(blocks, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b)
-      block(b * column_sum_block_rows, std::min(N, (b + 1) * column_sum_block_rows), partial + b * C);
-  });
+  parallel_for_row_blocks(N, [&](std::size_t r0, std::size_t r1, std::size_t b) { block(r0, r1, partial + b * C); });
   for (std::size_t b = 0; b < blocks; ++b)
     for (std::size_t c = 0; c < C; ++c) sums[c] += partial[b * C + c];
 }
