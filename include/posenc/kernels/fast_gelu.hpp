@@ -148,8 +148,8 @@ void gelu_backward(S* dinp, const S* inp, const S* dout, std::size_t N, bool ove
 
 namespace detail {
 
-// What the bf16 GELUs below compute their float results into, a piece of their part at a time, so
-// that the rounding reads them from cache: 128 KB, a few calls of oneDNN's rounding a layer.
+// What gelu_forward_bf16 computes its float results into, a piece of its part at a time, so that
+// the rounding reads them from cache: 128 KB, a few calls of oneDNN's rounding a layer.
 inline constexpr std::size_t gelu_bf16_tile = std::size_t{1} << 15;
 inline std::vector<float>& gelu_bf16_tile_of_this_thread() {
   thread_local std::vector<float> tile(gelu_bf16_tile);
@@ -188,10 +188,7 @@ inline void gelu_backward_bf16(Bf16* dinp16, float* dbias, const float* inp, con
     const std::size_t n = (r1 - r0) * cols;
     detail::gelu_backward_part(tile.data(), inp + r0 * cols, dout + r0 * cols, n, true);
     round_to_bf16(dinp16 + r0 * cols, tile.data(), 1, n, n);
-    if (partial == nullptr) return;
-    std::copy(tile.data(), tile.data() + cols, partial);
-    for (std::size_t r = 1; r < r1 - r0; ++r)
-      for (std::size_t c = 0; c < cols; ++c) partial[c] += tile[r * cols + c];
+    if (partial != nullptr) sum_rows_in_order(partial, tile.data(), r1 - r0, cols);
   };
   if (dbias != nullptr) add_row_block_column_sums(dbias, rows, cols, block);
   else parallel_for_row_blocks(rows, [&](std::size_t r0, std::size_t r1, std::size_t) { block(r0, r1, nullptr); });

@@ -72,9 +72,7 @@ inline void linear_backward_bf16(float* dinp, float* dweight, float* dbias, cons
   }
   if (dbias != nullptr)  // in the order of gelu_backward_bf16's, which computes mlp_fc's
     add_row_block_column_sums(dbias, N, OC, [&](std::size_t r0, std::size_t r1, float* partial) {
-      std::copy(dout + r0 * OC, dout + (r0 + 1) * OC, partial);
-      for (std::size_t r = r0 + 1; r < r1; ++r)
-        for (std::size_t o = 0; o < OC; ++o) partial[o] += dout[r * OC + o];
+      sum_rows_in_order(partial, dout + r0 * OC, r1 - r0, OC);
     });
   if (rounded_inp == nullptr) {
     bf16.inp.resize(N * C);

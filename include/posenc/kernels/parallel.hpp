@@ -136,6 +136,14 @@ void parallel_for_row_blocks(std::size_t N, F&& f) {
   });
 }
 
+// partial (C) = the column sums of `rows` ≥ 1 packed rows of C floats, added in row order: a block's
+// part of add_row_block_column_sums.
+inline void sum_rows_in_order(float* partial, const float* first_row, std::size_t rows, std::size_t C) {
+  std::copy(first_row, first_row + C, partial);
+  for (std::size_t r = 1; r < rows; ++r)
+    for (std::size_t c = 0; c < C; ++c) partial[c] += first_row[r * C + c];
+}
+
 // Adds the column sums of an (N,C) float matrix into sums (C), with the rows split over the threads
 // for passes that compute the matrix as they go and read each row whole: block(r0, r1, partial)
 // must write into partial (C) the column sums of rows [r0, r1) — one block of
